@@ -1,0 +1,42 @@
+"""Where a test's evidence (pcaps, nstat/ss snapshots) is written.
+
+The pytest plugin points this at a per-test folder, kept when the test fails and removed
+when it passes; outside pytest, files go to a per-process temporary folder. Library code
+only ever asks :func:`new_path`, so it never needs to know which of the two it is in.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+_current: Path | None = None
+_fallback: Path | None = None
+_counter = itertools.count(1)
+
+
+def set_current(folder: Path | None) -> None:
+    """Direct new artifacts into *folder* (None: back to the temporary fallback)."""
+    global _current
+    _current = folder
+
+
+def current() -> Path:
+    global _fallback
+    if _current is not None:
+        _current.mkdir(parents=True, exist_ok=True)
+        return _current
+    if _fallback is None:
+        _fallback = Path(tempfile.mkdtemp(prefix="netregress-"))
+        atexit.register(shutil.rmtree, _fallback, ignore_errors=True)
+    return _fallback
+
+
+def new_path(stem: str, suffix: str) -> Path:
+    """A fresh file name in the current artifact folder, e.g. ``03-client-eth0.pcap``."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", stem)
+    return current() / f"{next(_counter):02d}-{safe}{suffix}"

@@ -1,0 +1,183 @@
+"""Packet capture with a real tcpdump inside a namespace, read back with scapy.
+
+``with ns.capture("eth0", "tcp port 80") as cap:`` returns only once tcpdump reports that
+it is listening, so no packet sent inside the block is missed; on exit it waits until the
+pcap stops growing and then stops tcpdump by PID. ``cap.packets`` are scapy packets and
+``cap.path`` the pcap, kept as a test artifact.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.packet import Packet
+from scapy.utils import rdpcap
+
+from . import artifacts
+from .cmd import Process
+from .errors import NetregressError
+
+if TYPE_CHECKING:
+    from .namespace import Namespace
+
+_READY_TIMEOUT = 10.0
+_SETTLE_POLL = 0.02
+
+
+class Capture:
+    """A running (then finished) tcpdump on one interface of one namespace."""
+
+    def __init__(self, ns: "Namespace", ifname: str, bpf_filter: str = "",
+                 path: Path | None = None, snaplen: int = 262144) -> None:
+        self.ns = ns
+        self.ifname = ifname
+        self.bpf_filter = bpf_filter
+        self.path = path or artifacts.new_path(f"{ns.label}-{ifname}", ".pcap")
+        self.snaplen = snaplen
+        self._proc: Process | None = None
+        self._packets: list[Packet] | None = None
+        self.summary = ""
+
+    # --- lifecycle ---------------------------------------------------------------------
+    def start(self) -> "Capture":
+        argv = ["tcpdump", "-i", self.ifname, "-n", "-U", "--immediate-mode",
+                "-s", str(self.snaplen), "-w", str(self.path)]
+        if self.bpf_filter:
+            argv.append(self.bpf_filter)
+        self._proc = self.ns.spawn(argv)
+        self._wait_listening()
+        return self
+
+    def _wait_listening(self) -> None:
+        """Block until tcpdump prints 'listening on', i.e. its socket is really attached."""
+        assert self._proc is not None and self._proc.popen.stderr is not None
+        stderr = self._proc.popen.stderr
+        deadline = time.monotonic() + _READY_TIMEOUT
+        seen = b""
+        while b"listening on" not in seen:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([stderr], [], [], left)[0]:
+                self._proc.stop()
+                raise NetregressError(f"tcpdump on {self.ifname} in {self.ns.name} did not "
+                                      f"start within {_READY_TIMEOUT}s: {seen.decode()!r}")
+            chunk = os.read(stderr.fileno(), 4096)
+            if not chunk:
+                self._proc.stop()
+                raise NetregressError(f"tcpdump on {self.ifname} in {self.ns.name} failed: "
+                                      f"{seen.decode().strip()}")
+            seen += chunk
+
+    def stop(self) -> None:
+        """Let in-flight packets land in the pcap, then stop tcpdump."""
+        if self._proc is None or not self._proc.running():
+            return
+        self._settle()
+        self._proc.stop()
+        if self._proc.popen.stderr is not None and not self._proc.popen.stderr.closed:
+            self.summary = self._proc.popen.stderr.read().decode(errors="replace")
+
+    def _settle(self, quiet_polls: int = 3, limit: float = 2.0) -> None:
+        """Wait until the pcap size has not changed for *quiet_polls* polls in a row."""
+        last, quiet, deadline = -1, 0, time.monotonic() + limit
+        while quiet < quiet_polls and time.monotonic() < deadline:
+            size = self.path.stat().st_size if self.path.exists() else 0
+            quiet = quiet + 1 if size == last else 0
+            last = size
+            time.sleep(_SETTLE_POLL)
+
+    def __enter__(self) -> "Capture":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- results -----------------------------------------------------------------------
+    def read(self) -> list[Packet]:
+        """Packets captured so far (the pcap is flushed per packet, so this works live)."""
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return []
+        return list(rdpcap(str(self.path)))
+
+    @property
+    def packets(self) -> list[Packet]:
+        if self._packets is None or (self._proc is not None and self._proc.running()):
+            self._packets = self.read()
+        return self._packets
+
+    def wait_for(self, predicate: Callable[[Packet], bool], count: int = 1,
+                 timeout: float = 5.0) -> list[Packet]:
+        """Wait until *count* captured packets satisfy *predicate*; returns them.
+
+        Lets a case await an event on the wire instead of sleeping a guessed time.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            hits = [p for p in self.read() if predicate(p)]
+            if len(hits) >= count or time.monotonic() >= deadline:
+                return hits
+            time.sleep(_SETTLE_POLL)
+
+
+# --- counting helpers ----------------------------------------------------------------------
+def _ip(pkt: Packet) -> Packet | None:
+    if IP in pkt:
+        return pkt[IP]
+    if IPv6 in pkt:
+        return pkt[IPv6]
+    return None
+
+
+def flow_of(pkt: Packet) -> tuple[str, int, str, int] | None:
+    """(src, sport, dst, dport) of a TCP/UDP packet (innermost IP header), else None."""
+    ip = _ip(pkt)
+    l4 = pkt.getlayer(TCP) or pkt.getlayer(UDP)
+    if ip is None or l4 is None:
+        return None
+    return (ip.src, int(l4.sport), ip.dst, int(l4.dport))
+
+
+def _tcp_matching(pkts: Iterable[Packet], src: str | None, dst: str | None,
+                  sport: int | None, dport: int | None) -> Iterable[Packet]:
+    for pkt in pkts:
+        flow = flow_of(pkt)
+        if TCP not in pkt or flow is None:
+            continue
+        if ((src is None or flow[0] == src) and (sport is None or flow[1] == sport)
+                and (dst is None or flow[2] == dst) and (dport is None or flow[3] == dport)):
+            yield pkt
+
+
+def tcp_payload_len(pkt: Packet) -> int:
+    """TCP payload bytes, from the IP length (robust against Ethernet padding)."""
+    ip = _ip(pkt)
+    tcp = pkt[TCP]
+    if ip is None:
+        return len(tcp.payload)
+    if isinstance(ip, IPv6):
+        return int(ip.plen) - tcp.dataofs * 4
+    return int(ip.len) - ip.ihl * 4 - tcp.dataofs * 4
+
+
+def data_segments(pkts: Iterable[Packet], *, src: str | None = None, dst: str | None = None,
+                  sport: int | None = None, dport: int | None = None) -> list[Packet]:
+    """TCP segments carrying payload, optionally of one direction / flow."""
+    return [p for p in _tcp_matching(pkts, src, dst, sport, dport) if tcp_payload_len(p) > 0]
+
+
+def pure_acks(pkts: Iterable[Packet], *, src: str | None = None, dst: str | None = None,
+              sport: int | None = None, dport: int | None = None) -> list[Packet]:
+    """TCP segments that only acknowledge: ACK set, no payload, no SYN/FIN/RST."""
+    return [p for p in _tcp_matching(pkts, src, dst, sport, dport)
+            if tcp_payload_len(p) == 0 and p[TCP].flags & 0x10 and not p[TCP].flags & 0x07]
+
+
+def by_flow(pkts: Iterable[Packet]) -> Counter[tuple[str, int, str, int]]:
+    """Packet count per (src, sport, dst, dport)."""
+    return Counter(f for f in map(flow_of, pkts) if f is not None)

@@ -1,0 +1,76 @@
+"""``nstat`` snapshots and typed deltas per namespace.
+
+Each namespace has its own SNMP/netstat counters, which is what lets a case assert
+"TcpExtTCPWqueueTooBig did not increase" about its own traffic only. Snapshots are taken
+with ``nstat -asz`` (absolute, all zeros included, no history file touched).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from . import artifacts
+
+if TYPE_CHECKING:
+    from .namespace import Namespace
+
+
+def snapshot(ns: "Namespace") -> dict[str, int]:
+    """All SNMP/netstat counters of *ns* right now."""
+    out = ns.run(["nstat", "-asz", "--json"]).stdout
+    return {k: int(v) for k, v in json.loads(out)["kernel"].items()}
+
+
+class Delta(Mapping[str, int]):
+    """after − before for every counter; unknown names raise with a suggestion.
+
+    A typo in a counter name must fail loudly (with "did you mean …"), not read as 0 and
+    make an oracle pass vacuously.
+    """
+
+    def __init__(self, before: Mapping[str, int], after: Mapping[str, int]) -> None:
+        self.before = dict(before)
+        self.after = dict(after)
+
+    def __getitem__(self, name: str) -> int:
+        if name not in self.after:
+            close = difflib.get_close_matches(name, self.after, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else \
+                " (this kernel does not have it)"
+            raise KeyError(f"no counter {name!r}{hint}")
+        return self.after[name] - self.before.get(name, 0)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.after)
+
+    def __len__(self) -> int:
+        return len(self.after)
+
+    def nonzero(self) -> dict[str, int]:
+        """Only the counters that moved: what a failure report should show."""
+        return {k: v for k in self.after if (v := self[k])}
+
+
+class Watch:
+    """``with ns.nstat() as delta:`` — *delta* is filled in when the block ends.
+
+    Both snapshots are also written to the test's artifact folder.
+    """
+
+    def __init__(self, ns: "Namespace") -> None:
+        self.ns = ns
+        self.delta = Delta({}, {})
+
+    def __enter__(self) -> Delta:
+        self.delta.before = snapshot(self.ns)
+        return self.delta
+
+    def __exit__(self, *exc: object) -> None:
+        self.delta.after = snapshot(self.ns)
+        path = artifacts.new_path(f"{self.ns.label}-nstat", ".json")
+        path.write_text(json.dumps({"moved": self.delta.nonzero(),
+                                    "before": self.delta.before,
+                                    "after": self.delta.after}, indent=1))

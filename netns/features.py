@@ -1,0 +1,81 @@
+"""Does the running kernel support X? Answered by trying it, never by reading configs.
+
+Each probe creates (and deletes) the thing in a scratch namespace, so a kernel with the
+feature as a loadable module answers yes too. Answers are cached for the process: a pytest
+run asks once per worker.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+from .errors import CmdError, NetregressError
+from .namespace import Namespace
+
+
+def _link(kind: str, *args: str) -> Callable[[Namespace], None]:
+    def probe(ns: Namespace) -> None:
+        ns.run(["ip", "link", "add", "probe0", "type", kind, *args])
+        ns.run(["ip", "link", "del", "probe0"])
+    return probe
+
+
+def _netem(ns: Namespace) -> None:
+    ns.run(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"])
+
+
+def _tun(ns: Namespace) -> None:
+    ns.run(["ip", "tuntap", "add", "probe0", "mode", "tun"])
+
+
+def _nft(ns: Namespace) -> None:
+    ns.run(["nft", "add", "table", "inet", "probe"])
+
+
+def _iptables(ns: Namespace) -> None:
+    ns.run(["iptables", "-w", "-L", "FORWARD", "-n"])
+
+
+PROBES: dict[str, Callable[[Namespace], None]] = {
+    "veth": _link("veth", "peer", "name", "probe1"),
+    "bridge": _link("bridge"),
+    "dummy": _link("dummy"),
+    "vxlan": _link("vxlan", "id", "1", "dstport", "4789"),
+    "ipip": _link("ipip"),
+    "gre": _link("gre"),
+    "geneve": _link("geneve", "id", "1", "remote", "192.0.2.1"),
+    "tun": _tun,
+    "netem": _netem,
+    "nftables": _nft,
+    "iptables": _iptables,
+}
+
+
+@functools.cache
+def probe(feature: str) -> str | None:
+    """None if *feature* works on this kernel, else the kernel's refusal as text."""
+    try:
+        check = PROBES[feature]
+    except KeyError:
+        raise NetregressError(f"unknown kernel feature {feature!r}; "
+                              f"known: {', '.join(sorted(PROBES))}") from None
+    with Namespace(f"probe-{feature}") as ns:
+        try:
+            check(ns)
+        except CmdError as exc:
+            return exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else str(exc)
+    return None
+
+
+def has(feature: str) -> bool:
+    return probe(feature) is None
+
+
+def missing_reason(*features: str) -> str | None:
+    """'kernel lacks ipip (Error: Unknown device type.)' for the first missing one, or None."""
+    for feature in features:
+        why = probe(feature)
+        if why is not None:
+            return f"kernel lacks {feature} ({why})"
+    return None

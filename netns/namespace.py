@@ -1,0 +1,160 @@
+"""A network namespace owned by this run: the unit every case builds on.
+
+Creation and deletion go through pyroute2; commands run inside with ``ip netns exec``.
+Everything a namespace starts or changes (background processes, sysctls) is undone by
+``close()``, and every live namespace is closed at interpreter exit as well, so a failing
+test or a Ctrl-C cannot leave anything behind; a SIGKILL is handled by the reaper.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+from typing import IO, Iterator
+
+from pyroute2 import IPRoute
+from pyroute2 import netns as pyroute2_netns
+
+from . import counters, naming, sockets
+from .addressing import AddressingMixin
+from .capture import Capture
+from .cmd import Argv, CmdResult, Process, cmd, spawn
+from .links import Link, LinkFactoryMixin
+
+NETNS_DIR = "/run/netns"
+
+_live: dict[str, "Namespace"] = {}
+
+
+class Namespace(AddressingMixin, LinkFactoryMixin):
+    """A fresh network namespace named ``<run id>-<label>-<n>`` with ``lo`` up."""
+
+    def __init__(self, label: str = "ns") -> None:
+        self.label = label
+        self.name = naming.unique(label)
+        pyroute2_netns.create(self.name)
+        _live[self.name] = self
+        self._processes: list[Process] = []
+        self._sysctl_saved: dict[str, str] = {}
+        try:
+            self.ipr = IPRoute(netns=self.name)
+            self.link("lo").up()
+        except BaseException:
+            self._remove()
+            raise
+
+    def __repr__(self) -> str:
+        return f"Namespace({self.name!r})"
+
+    def __enter__(self) -> "Namespace":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def path(self) -> str:
+        return os.path.join(NETNS_DIR, self.name)
+
+    # --- commands ----------------------------------------------------------------------
+    def run(self, argv: Argv, *, check: bool = True, timeout: float = 60,
+            input: str | None = None) -> CmdResult:
+        """Run a command inside this namespace (see :func:`netns.cmd.cmd`)."""
+        return cmd(argv, ns=self.name, check=check, timeout=timeout, input=input)
+
+    def spawn(self, argv: Argv, *, stdout: int | IO = subprocess.DEVNULL,
+              stderr: int | IO = subprocess.PIPE) -> Process:
+        """Start a background process inside; it is stopped when the namespace closes."""
+        proc = spawn(argv, ns=self.name, stdout=stdout, stderr=stderr)
+        self._processes.append(proc)
+        return proc
+
+    # --- sysctls -----------------------------------------------------------------------
+    def sysctl(self, key: str) -> str:
+        """Current value of a sysctl as seen from inside this namespace."""
+        return self.run(["sysctl", "-n", key]).stdout.strip()
+
+    def set_sysctls(self, values: dict[str, str | int]) -> None:
+        """Set several sysctls at once; the first value seen is restored on close.
+
+        Restoring matters for the few ``net.*`` knobs that are global rather than per
+        namespace: a test must never leave them changed.
+        """
+        for key in values:
+            if key not in self._sysctl_saved:
+                self._sysctl_saved[key] = self.sysctl(key)
+        self.run(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in values.items())])
+
+    def restore_sysctls(self) -> None:
+        """Put back every sysctl changed through :meth:`set_sysctls`."""
+        if self._sysctl_saved:
+            self.run(["sysctl", "-q", "-w",
+                      *(f"{k}={v}" for k, v in self._sysctl_saved.items())])
+            self._sysctl_saved.clear()
+
+    # --- links -------------------------------------------------------------------------
+    def link(self, ifname: str) -> Link:
+        """Handle for an existing link in this namespace."""
+        return Link(self, ifname)
+
+    def links(self) -> list[str]:
+        """Names of all links in this namespace."""
+        return sorted(msg.get("IFLA_IFNAME") for msg in self.ipr.get_links())
+
+    # --- observation -------------------------------------------------------------------
+    def capture(self, ifname: str, bpf_filter: str = "") -> Capture:
+        """``with ns.capture("eth0", "tcp") as cap:`` — tcpdump here (see netns.capture)."""
+        return Capture(self, ifname, bpf_filter)
+
+    def nstat(self) -> counters.Watch:
+        """``with ns.nstat() as delta:`` — counter deltas over the block."""
+        return counters.Watch(self)
+
+    def ss(self, filter_expr: str = "") -> list[sockets.SocketInfo]:
+        """TCP sockets with memory and TCP info (``ss -tmi``)."""
+        return sockets.ss(self, filter_expr)
+
+    # --- teardown ----------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop our processes, restore sysctls, delete the namespace (idempotent)."""
+        if self.name not in _live:
+            return
+        errors: list[BaseException] = []
+        for proc in reversed(self._processes):
+            try:
+                proc.stop()
+            except Exception as exc:  # keep tearing down; report at the end
+                errors.append(exc)
+        try:
+            self.restore_sysctls()
+        except Exception as exc:
+            errors.append(exc)
+        self._remove()
+        if errors:
+            raise errors[0]
+
+    def _remove(self) -> None:
+        _live.pop(self.name, None)
+        ipr = getattr(self, "ipr", None)
+        if ipr is not None:
+            ipr.close()
+        try:
+            pyroute2_netns.remove(self.name)
+        except FileNotFoundError:
+            pass
+
+
+def live_namespaces() -> Iterator[Namespace]:
+    """Namespaces this process created and has not closed yet."""
+    return iter(list(_live.values()))
+
+
+@atexit.register
+def _close_all() -> None:
+    """Last line of defence on normal exit and Ctrl-C: close whatever is still open."""
+    for ns in list(_live.values()):
+        try:
+            ns.close()
+        except Exception:
+            pass
