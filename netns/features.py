@@ -8,6 +8,7 @@ run asks once per worker.
 from __future__ import annotations
 
 import functools
+import os
 from typing import Callable
 
 from .errors import CmdError, NetregressError
@@ -79,3 +80,12 @@ def missing_reason(*features: str) -> str | None:
         if why is not None:
             return f"kernel lacks {feature} ({why})"
     return None
+
+
+def in_netregress_vm() -> bool:
+    """True inside a guest booted by the kernel matrix (it exports NETREGRESS_GUEST=1).
+
+    Only there may a case change global, root-namespace-only knobs such as
+    net.core.netdev_budget: the guest is thrown away after the run.
+    """
+    return bool(os.environ.get("NETREGRESS_GUEST"))

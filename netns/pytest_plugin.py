@@ -72,8 +72,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         reaped = reaper.reap()
     except NetregressError as exc:
         raise pytest.UsageError(str(exc)) from exc
-    if reaped and session.config.get_verbosity() >= 0:
-        print(f"netregress: reaped {len(reaped)} namespace(s) left by dead runs")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reaped and reporter is not None:
+        reporter.write_line(f"netregress: reaped {len(reaped)} namespace(s) left by dead runs")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -79,6 +79,8 @@ def parse(text: str) -> list[SocketInfo]:
             continue
         if not line[0].isspace():
             parts = line.split()
+            if parts and parts[0].isdigit():
+                parts.insert(0, "")  # a `state X` filter makes ss drop the State column
             if len(parts) < 5:
                 continue
             sockets.append(SocketInfo(parts[0], int(parts[1]), int(parts[2]),

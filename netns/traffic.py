@@ -1,0 +1,149 @@
+"""Small, bounded traffic generators the cases share: ping, a TCP echo exchange, a UDP burst.
+
+Every generator is bounded in count and time, so a broken path shows up as a failed
+exchange within seconds instead of a hung test. They run real programs inside the
+namespaces (ping, python sockets): the kernel under test does all the networking.
+"""
+
+from __future__ import annotations
+
+import select
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from .errors import NetregressError
+
+if TYPE_CHECKING:
+    from .cmd import Process
+    from .namespace import Namespace
+
+_READY_TIMEOUT = 10.0
+
+
+def ping(ns: "Namespace", dst: str, count: int = 1, wait: float = 2) -> bool:
+    """``ping -c COUNT -W WAIT DST`` inside *ns*: True if every request got its reply."""
+    return ns.run(["ping", "-n", "-q", "-c", str(count), "-i", "0.05", "-W", str(wait), dst],
+                  check=False, timeout=count * 0.05 + wait + 10).ok
+
+
+_ECHO_SERVER = """
+import socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((host, port))
+s.listen(16)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    c.settimeout(10)
+    try:
+        c.sendall(c.recv(65536))
+    except OSError:
+        pass
+    c.close()
+"""
+
+_ECHO_CLIENT = """
+import socket, sys
+host, port, timeout, payload = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+try:
+    c = socket.create_connection((host, port), timeout=timeout)
+    c.sendall(payload.encode())
+    got = c.recv(65536).decode()
+    print("ok" if got == payload else f"mismatch {got!r}")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+
+
+class TcpEchoServer:
+    """``with TcpEchoServer(ns, addr, port):`` — a TCP echo server that is listening on entry.
+
+    Entry returns only after the server printed that it listens, so a client started inside
+    the block never races the bind.
+    """
+
+    def __init__(self, ns: "Namespace", addr: str, port: int) -> None:
+        self.ns, self.addr, self.port = ns, addr, port
+        self._proc: "Process | None" = None
+
+    def __enter__(self) -> "TcpEchoServer":
+        self._proc = self.ns.spawn([sys.executable, "-c", _ECHO_SERVER, self.addr,
+                                    str(self.port)], stdout=subprocess.PIPE)
+        stdout = self._proc.popen.stdout
+        assert stdout is not None
+        if not select.select([stdout], [], [], _READY_TIMEOUT)[0] or \
+                stdout.readline().strip() != b"ready":
+            self._proc.stop()
+            raise NetregressError(f"TCP echo server on {self.addr}:{self.port} in "
+                                  f"{self.ns.name} did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            self._proc.stop()
+
+
+def tcp_client_argv(addr: str, port: int, timeout: float, payload: str) -> list[str]:
+    """The echo client as a command line (for cases that run it in the background)."""
+    return [sys.executable, "-c", _ECHO_CLIENT, addr, str(port), str(timeout), payload]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """What a client saw: ``ok`` or the name of the exception (``TimeoutError`` …)."""
+
+    outcome: str
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+
+def tcp_echo(ns: "Namespace", addr: str, port: int, *, timeout: float = 5,
+             payload: str = "netregress") -> Exchange:
+    """Connect from *ns*, send *payload*, expect it echoed; never longer than *timeout*."""
+    out = ns.run(tcp_client_argv(addr, port, timeout, payload), timeout=timeout + 10)
+    return Exchange(out.stdout.strip())
+
+
+_UDP_BURST = """
+import socket, sys
+dst, port, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+payload = b"x" * size
+sent = 0
+for _ in range(count):
+    try:
+        s.sendto(payload, (dst, port))
+        sent += 1
+    except OSError:
+        pass
+print(sent)
+"""
+
+
+def udp_burst(ns: "Namespace", dst: str, *, count: int, port: int = 9, size: int = 18,
+              cpu: int | None = None, timeout: float = 60) -> int:
+    """Send *count* small UDP datagrams from *ns* (pinned to *cpu* if given); returns how
+    many the socket accepted. Nothing needs to listen: the receiver's stack still
+    processes (and counts) every datagram."""
+    argv = [sys.executable, "-c", _UDP_BURST, dst, str(port), str(count), str(size)]
+    if cpu is not None:
+        argv = ["taskset", "-c", str(cpu), *argv]
+    return int(ns.run(argv, timeout=timeout).stdout.strip())
+
+
+def poll_until(check: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
+    """Call *check* until it returns True or *timeout* passes: awaiting an event, not
+    sleeping a guessed time. Returns the last answer."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+    return True

@@ -1,0 +1,94 @@
+"""Captures, counting helpers, nstat deltas and ss parsing against real TCP traffic."""
+
+import sys
+import textwrap
+
+import pytest
+
+from netns import capture, sockets
+from netns.topology import Network
+
+# A bounded TCP exchange: b listens, a connects and sends, both print nothing.
+SERVER = textwrap.dedent("""
+    import socket, sys
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("10.0.0.2", 5001)); s.listen(); print("ready", flush=True)
+    c, _ = s.accept()
+    while c.recv(65536):
+        pass
+""")
+CLIENT = textwrap.dedent("""
+    import socket
+    c = socket.create_connection(("10.0.0.2", 5001), timeout=5)
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for _ in range(5):
+        c.send(b"x" * 100)
+        c.recv(1) if False else None
+    c.close()
+""")
+
+
+def _serve(net: Network):
+    proc = net["b"].spawn([sys.executable, "-u", "-c", SERVER], stdout=-1)
+    assert proc.popen.stdout.readline().strip() == b"ready"
+    return proc
+
+
+def test_tcp_exchange_counted_by_helpers(veth_pair: Network) -> None:
+    server = _serve(veth_pair)
+    with veth_pair["b"].capture("eth0", "tcp port 5001") as cap:
+        veth_pair["a"].run([sys.executable, "-c", CLIENT])
+        server.popen.wait(5)
+    data = capture.data_segments(cap.packets, src="10.0.0.1", dport=5001)
+    assert 1 <= len(data) <= 5
+    assert sum(capture.tcp_payload_len(p) for p in data) == 500
+    acks = capture.pure_acks(cap.packets, src="10.0.0.2")
+    assert len(acks) >= 1
+    flows = capture.by_flow(cap.packets)
+    assert len(flows) == 2  # one TCP connection, both directions
+
+
+def test_nstat_delta_counts_this_namespace_only(veth_pair: Network) -> None:
+    a, b = veth_pair["a"], veth_pair["b"]
+    with b.nstat() as delta_b, a.nstat() as delta_a:
+        a.run(["ping", "-c", "3", "-i", "0.05", "-W", "2", "10.0.0.2"])
+    assert delta_b["IcmpInEchos"] == 3
+    assert delta_a["IcmpInEchoReps"] == 3
+    assert delta_a["IcmpInEchos"] == 0
+    assert "IcmpInEchos" in delta_b.nonzero()
+
+
+def test_nstat_unknown_counter_fails_loudly(ns) -> None:
+    with ns.nstat() as delta:
+        pass
+    with pytest.raises(KeyError, match="did you mean"):
+        delta["TcpExtTCPWqueueTooBigg"]
+
+
+SS_SAMPLE = """\
+ESTAB 0      67259  127.0.0.1:40680 127.0.0.1:5555 
+\t skmem:(r0,rb131072,t0,tb8192,f709,w22680,o0,bl0,d3) cubic wscale:10,10 rto:1632 backoff:3 rtt:0.022/0.009 mss:1448 cwnd:1 ssthresh:7 bytes_sent:134518 unacked:5 retrans:1/4 lost:5 bbr:(bw:1bps,mrtt:0.02) rcv_space:65495
+"""
+
+
+def test_ss_parse_sample() -> None:
+    (sock,) = sockets.parse(SS_SAMPLE)
+    assert sock.state == "ESTAB" and sock.send_q == 67259
+    assert sock.skmem["w"] == 22680 and sock.skmem["tb"] == 8192 and sock.skmem["d"] == 3
+    assert sock.rto == 1632 and sock.backoff == 3 and sock.cwnd == 1
+    assert sock.retrans == (1, 4) and sock.lost == 5 and sock.unacked == 5
+    assert sock.local_port == 40680 and sock.peer_port == 5555
+
+
+def test_ss_live_listening_socket(veth_pair: Network) -> None:
+    server = _serve(veth_pair)
+    listening = [s for s in veth_pair["b"].ss("state listening") if s.local_port == 5001]
+    assert len(listening) == 1 and "rb" in listening[0].skmem
+    server.stop()
+
+
+def test_capture_waits_for_event_instead_of_sleeping(veth_pair: Network) -> None:
+    with veth_pair["b"].capture("eth0", "icmp") as cap:
+        veth_pair["a"].spawn(["ping", "-c", "2", "-i", "0.1", "10.0.0.2"])
+        got = cap.wait_for(lambda p: True, count=4, timeout=5)
+    assert len(got) == 4

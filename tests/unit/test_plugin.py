@@ -1,0 +1,66 @@
+"""The pytest plugin as a user meets it: privileges, skips, artifacts, summary, xdist."""
+
+import subprocess
+import sys
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+def test_without_privileges_one_clear_message(tmp_path) -> None:
+    (tmp_path / "test_x.py").write_text("def test_x(ns):\n    pass\n")
+    # uid 0 but with every capability dropped: what a container without CAP_NET_ADMIN sees.
+    done = subprocess.run(["setpriv", "--inh-caps=-all", "--bounding-set=-all",
+                           sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(tmp_path / "test_x.py")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "netregress needs root" in out and "CAP_NET_ADMIN" in out
+    assert "Traceback" not in out
+
+
+def test_failure_keeps_pcap_and_prints_path(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_fails(veth_pair):
+            with veth_pair["b"].capture("eth0", "icmp") as cap:
+                veth_pair["a"].run(["ping", "-c", "1", "-W", "2", "10.0.0.2"])
+            assert len(cap.packets) == 99
+        def test_passes(veth_pair):
+            with veth_pair["b"].capture("eth0", "icmp"):
+                pass
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*pcaps and counters kept in *test_fails*"])
+    kept = list(pytester.path.glob("artifacts/*/*test_fails*/*.pcap"))
+    assert len(kept) == 1 and kept[0].stat().st_size > 24
+    assert not list(pytester.path.glob("artifacts/*/*test_passes*"))
+
+
+def test_missing_feature_skips_with_reason_in_summary(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.needs("nosuchfeature")
+        def test_needs_unknown():
+            pass
+        @pytest.mark.needs("veth")
+        def test_needs_veth():
+            pass
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    # An unknown feature name is a usage error in the test itself, not a silent skip.
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*netregress summary*", "PASSED*test_needs_veth*"])
+
+
+def test_xdist_two_workers(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.parametrize("i", range(6))
+        def test_pair(veth_pair, i):
+            veth_pair["a"].run(["ping", "-c", "1", "-W", "2", "10.0.0.2"])
+    """)
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=6)
