@@ -11,6 +11,8 @@ from __future__ import annotations
 from .model import Bridge, Existing, Fdb, Iface, Ipip, Neigh, Route, Topology, Veth, Vxlan
 
 FORWARDING = {"net.ipv4.ip_forward": 1}
+# New namespaces' rp_filter defaults differ between kernels and distros: pin it.
+NO_RP_FILTER = {"net.ipv4.conf.all.rp_filter": 0, "net.ipv4.conf.default.rp_filter": 0}
 
 
 def pair(mtu: int | None = None) -> Topology:
@@ -50,11 +52,12 @@ def ipip_multihomed() -> Topology:
     Segments: ``sw`` holds br0 (192.168.0.0/24: n2, n4.eth0, r) and br3 (192.168.3.0/24:
     n4.eth1, r). n2's tunnel ``ipip0`` expects node4 at its *registered* address
     192.168.3.113, but node4's routing sends from 192.168.0.113: the field failure. The
-    report's fix is :func:`apply_ipip_multihomed_fix`.
+    report's fix (move node4's routes to the 192.168.3.0/24 side) is applied by the case.
+    Hosts start with rp_filter off so a case can set the mode it studies.
     """
     return Topology(
         name="ipip_multihomed",
-        hosts={"sw": {}, "r": FORWARDING, "n2": {}, "n4": {}},
+        hosts={"sw": {}, "r": FORWARDING, "n2": dict(NO_RP_FILTER), "n4": dict(NO_RP_FILTER)},
         links=(
             Veth(Iface("n2", "eth0", (f"{N2_UNDERLAY}/24",)), Iface("sw", "n2")),
             Veth(Iface("n4", "eth0", (f"{N4_PRIMARY}/24",)), Iface("sw", "n4a")),

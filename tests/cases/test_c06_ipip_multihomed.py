@@ -1,0 +1,164 @@
+"""C06 — IPIP on a multi-homed host: the outer source the routing picks is not the one
+the peer's tunnel knows, and the overlay goes silent.
+
+Field story (field-cases C06; report 003 lines 5398–5514, calico "case 2"): node2 has one
+address, 192.168.0.111; node4 has 192.168.0.113 and 192.168.3.113 and is registered as
+192.168.3.113. Pings from node4's pods reached node2 but "node2 did not hand them to
+tunl0": node4's IPIP packets left with outer source 192.168.0.113, chosen by its route to
+192.168.0.111, and "only 3.113 is recognised". The fix moved node4's connected route and
+default route to the 192.168.3.0/24 side so the outer source became 192.168.3.113.
+
+Mechanism: an IPIP tunnel with ``remote X`` only accepts packets whose outer source is X.
+Without a matching tunnel the packet goes to the fallback ``tunl0`` if that is UP, else it
+is dropped and the kernel answers ICMP destination-unreachable. The outer source of an
+unbound (``local any``) tunnel is the route's preferred source toward the remote. With
+strict ``rp_filter``, a reply arriving on the "other" interface is dropped as a martian.
+
+Oracles (all asserted): the wrong outer source on the wire, node2's tunnel rx counter
+unchanged, node2's ICMP unreachable counter moving, the ping failing — then, after the
+report's fix, the registered source on the wire and the ping working. Variants: tunl0 UP
+catches the mismatched packets; strict rp_filter drops the asymmetric reply
+(IPReversePathFilter); a scapy probe of hand-built IPIP packets with the right and the
+wrong outer source. The broken/fixed pairs prove each oracle can fail.
+
+Needs ipip: skipped on kernels without it, run for real in the VM kernels (kernels/).
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet import ICMP, IP
+
+from netns import Namespace
+from netns.topology import Network, shapes
+from netns.traffic import ping
+
+pytestmark = pytest.mark.needs("ipip")
+
+N2_OVERLAY, N4_OVERLAY = shapes.N2_OVERLAY, shapes.N4_OVERLAY
+PINGS = 3
+
+
+def outer_ipip(packets: list) -> list[tuple[str, str]]:
+    """(outer src, outer dst) of every IPIP packet (IP protocol 4) in a capture."""
+    return [(p[IP].src, p[IP].dst) for p in packets if IP in p and p[IP].proto == 4]
+
+
+def route_source(ns: Namespace, dst: str) -> str:
+    """The source address the kernel picks toward *dst* (``ip route get``)."""
+    words = ns.run(["ip", "-4", "route", "get", dst]).stdout.split()
+    return words[words.index("src") + 1]
+
+
+def apply_report_fix(net: Network) -> None:
+    """The report's fix on node4: no connected route on the 0.x side, default via 3.253."""
+    n4 = net["n4"]
+    n4.run(["ip", "route", "del", "192.168.0.0/24", "dev", "eth0"])
+    n4.run(["ip", "route", "replace", "default", "via", shapes.ROUTER3, "dev", "eth1"])
+
+
+def overlay_ping(net: Network) -> bool:
+    return ping(net["n4"], N2_OVERLAY, count=PINGS, wait=2)
+
+
+@pytest.fixture
+def net(topology) -> Network:
+    return topology(shapes.ipip_multihomed())
+
+
+def test_c06_wrong_outer_source_is_dropped(net: Network) -> None:
+    """The field failure: outer src 192.168.0.113 reaches node2 and dies there."""
+    assert route_source(net["n4"], shapes.N2_UNDERLAY) == shapes.N4_PRIMARY
+    n2_tunnel = net["n2"].link("ipip0")
+    rx_before = n2_tunnel.stats()["rx_packets"]
+    with net["sw"].capture("n2", "ip proto 4 or icmp") as seg0, net["n2"].nstat() as n2:
+        assert not overlay_ping(net), "overlay ping must fail with the wrong outer source"
+    assert set(outer_ipip(seg0.packets)) == {(shapes.N4_PRIMARY, shapes.N2_UNDERLAY)}
+    assert len(outer_ipip(seg0.packets)) == PINGS
+    assert n2_tunnel.stats()["rx_packets"] == rx_before, "node2's tunnel must not accept"
+    assert n2["IcmpOutDestUnreachs"] >= 1, n2.nonzero()
+
+
+def test_c06_report_fix_restores_the_overlay(net: Network) -> None:
+    """After the fix the outer source is the registered 192.168.3.113 and pings work."""
+    apply_report_fix(net)
+    assert route_source(net["n4"], shapes.N2_UNDERLAY) == shapes.N4_REGISTERED
+    rx_before = net["n2"].link("ipip0").stats()["rx_packets"]
+    with net["sw"].capture("n4b", "ip proto 4") as seg3:
+        assert overlay_ping(net), "overlay ping must work after the report's fix"
+    pairs = outer_ipip(seg3.packets)
+    requests = [p for p in pairs if p[0] == shapes.N4_REGISTERED]
+    replies = [p for p in pairs if p[1] == shapes.N4_REGISTERED]
+    assert len(requests) == PINGS and len(replies) == PINGS
+    # As in the report's "normal" state: the request's outer dst is the reply's outer src.
+    assert {dst for _, dst in requests} == {src for src, _ in replies} == {shapes.N2_UNDERLAY}
+    assert net["n2"].link("ipip0").stats()["rx_packets"] - rx_before == PINGS
+
+
+def _fallback_tunl0_or_skip(net: Network) -> None:
+    if "tunl0" not in net["n2"].links():
+        mode = Path("/proc/sys/net/core/fb_tunnels_only_for_init_net").read_text().strip()
+        pytest.skip(f"no fallback tunl0 in new namespaces "
+                    f"(net.core.fb_tunnels_only_for_init_net={mode})")
+    net["n2"].link("tunl0").up()
+
+
+@pytest.mark.parametrize(("rp_filter", "works"), [(0, True), (1, False), (2, True)],
+                         ids=["rp_filter0", "rp_filter1-strict", "rp_filter2-loose"])
+def test_c06_tunl0_catches_mismatch_and_rp_filter_judges_reply(
+        net: Network, rp_filter: int, works: bool) -> None:
+    """tunl0 UP on node2 takes the mismatched packets; node2 replies toward the registered
+    3.113, so node4 receives 0.111's packets on eth1 while its route to 0.111 is eth0:
+    strict rp_filter drops that reply, loose or off accepts it."""
+    _fallback_tunl0_or_skip(net)
+    net["n4"].set_sysctls({"net.ipv4.conf.all.rp_filter": rp_filter,
+                           "net.ipv4.conf.eth1.rp_filter": rp_filter})
+    # Node2 reaches node4's overlay through its registered address (calico's route).
+    net["n2"].run(["ip", "route", "replace", f"{N4_OVERLAY}/32", "via", shapes.N4_REGISTERED,
+                   "dev", "tunl0", "onlink"])
+    tunl0_before = net["n2"].link("tunl0").stats()["rx_packets"]
+    with net["n4"].nstat() as n4:
+        assert overlay_ping(net) is works
+    assert net["n2"].link("tunl0").stats()["rx_packets"] - tunl0_before == PINGS
+    if works:
+        assert n4["TcpExtIPReversePathFilter"] == 0
+    else:
+        assert n4["TcpExtIPReversePathFilter"] >= PINGS, n4.nonzero()
+
+
+INJECT = textwrap.dedent("""
+    import sys
+    from scapy.layers.inet import IP, ICMP
+    from scapy.sendrecv import send
+    right, wrong, peer, inner_src, inner_dst = sys.argv[1:6]
+    for outer_src, ident in ((right, 0x1111), (wrong, 0x2222)):
+        send(IP(src=outer_src, dst=peer) / IP(src=inner_src, dst=inner_dst)
+             / ICMP(id=ident, seq=1), verbose=False)
+""")
+
+
+@pytest.mark.parametrize("tunl0_up", [False, True], ids=["tunl0-down", "tunl0-up"])
+def test_c06_scapy_probe_right_and_wrong_outer_source(net: Network, tunl0_up: bool) -> None:
+    """Hand-built IPIP from node4 with outer src 3.113 (registered) and 0.113 (not):
+    node2's p2p tunnel delivers only the first; the second reaches the stack only through
+    tunl0 when it is UP (the broken variant: tunl0 down, it is dropped)."""
+    if tunl0_up:
+        _fallback_tunl0_or_skip(net)
+    ifaces = ["ipip0"] + (["tunl0"] if tunl0_up else [])
+    caps = {i: net["n2"].capture(i, "icmp").start() for i in ifaces}
+    try:
+        net["n4"].run([sys.executable, "-c", INJECT, shapes.N4_REGISTERED, shapes.N4_PRIMARY,
+                       shapes.N2_UNDERLAY, N4_OVERLAY, N2_OVERLAY], timeout=120)
+        caps["ipip0"].wait_for(lambda p: ICMP in p and p[ICMP].type == 8, count=1)
+    finally:
+        for cap in caps.values():
+            cap.stop()
+    def echo_ids(cap) -> set[int]:
+        return {p[ICMP].id for p in cap.packets if ICMP in p and p[ICMP].type == 8}
+    assert echo_ids(caps["ipip0"]) == {0x1111}
+    if tunl0_up:
+        assert echo_ids(caps["tunl0"]) == {0x2222}
