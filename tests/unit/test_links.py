@@ -77,7 +77,7 @@ def test_dummy_swallows_routed_traffic(ns: Namespace) -> None:
     ns.add_dummy("dummy0").up()
     ns.add_address("dummy0", "10.2.0.1/24")
     with ns.capture("dummy0", "udp") as cap:
-        ns.run(["sh", "-c", "echo x > /dev/udp/10.2.0.9/9"])
+        ns.run(["bash", "-c", "echo x > /dev/udp/10.2.0.9/9"])
         cap.wait_for(lambda p: UDP in p)
     assert len([p for p in cap.packets if UDP in p]) == 1
     assert ns.link("dummy0").stats()["tx_packets"] >= 1
