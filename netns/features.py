@@ -43,8 +43,9 @@ PROBES: dict[str, Callable[[Namespace], None]] = {
     "bridge": _link("bridge"),
     "dummy": _link("dummy"),
     "vxlan": _link("vxlan", "id", "1", "dstport", "4789"),
-    "ipip": _link("ipip"),
-    "gre": _link("gre"),
+    # With a remote: "any/any" would collide with the fallback tunl0/gre0 ("File exists").
+    "ipip": _link("ipip", "remote", "192.0.2.1"),
+    "gre": _link("gre", "remote", "192.0.2.1"),
     "geneve": _link("geneve", "id", "1", "remote", "192.0.2.1"),
     "tun": _tun,
     "netem": _netem,

@@ -1,4 +1,4 @@
-"""Small, bounded traffic generators the cases share: ping, a TCP echo exchange, a UDP burst.
+"""Small, bounded traffic generators the cases share: ping, TCP echo, UDP bursts, raw frames.
 
 Every generator is bounded in count and time, so a broken path shows up as a failed
 exchange within seconds instead of a hung test. They run real programs inside the
@@ -147,3 +147,18 @@ def poll_until(check: Callable[[], bool], timeout: float, interval: float = 0.05
             return False
         time.sleep(interval)
     return True
+
+
+_INJECT = """
+import socket, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((sys.argv[1], 0))
+for frame in sys.argv[2:]:
+    s.send(bytes.fromhex(frame))
+"""
+
+
+def inject_frames(ns: "Namespace", ifname: str, frames: list[bytes]) -> None:
+    """Send hand-built Ethernet frames out of *ifname* in *ns* through an AF_PACKET socket
+    (build them with scapy in the test; the namespace only needs the standard library)."""
+    ns.run([sys.executable, "-c", _INJECT, ifname, *(f.hex() for f in frames)])

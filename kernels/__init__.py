@@ -1,0 +1,5 @@
+"""The kernel matrix: describe kernels, fetch them, boot each in a VM, run the suite, report.
+
+Data flows one way: catalog (matrix.toml) → fetch (cache) → launcher (QEMU + virtiofs) →
+guest pytest → results (JUnit + console) → matrix report.
+"""

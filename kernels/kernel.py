@@ -1,0 +1,70 @@
+"""A kernel ready to boot (or the running one), and how to tell its version.
+
+Why two version fields: `release` is what `uname -r` prints and names the modules directory
+(Debian: `6.1.0-56-cloud-amd64`, an ABI name); `version` is the exact build that was tested
+(Debian: `6.1.192-1`), which is what bug fixes and expectations refer to.
+"""
+
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernels.errors import KernelsError
+
+_DEBIAN_BUILD = re.compile(r"Debian (\d+\.\d+(?:\.\d+)?\S*)")
+_LEADING_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class BootableKernel:
+    """A fetched kernel. `image` is None for the running kernel (the suite runs on the host)."""
+
+    name: str
+    release: str
+    version: str
+    image: Path | None = None
+    modules: Path | None = None
+
+    @property
+    def upstream(self) -> tuple[int, ...]:
+        """The upstream version as a tuple, e.g. (6, 1, 192): what expectations compare."""
+        return version_tuple(self.version)
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """The leading `X.Y[.Z]` of a version or release string as integers."""
+    match = _LEADING_VERSION.search(text)
+    if not match:
+        raise KernelsError(f"cannot read a kernel version from {text!r}")
+    return tuple(int(part) for part in match.group().split("."))
+
+
+def build_version(banner: str, release: str) -> str:
+    """The exact build from a kernel banner (`/proc/version` or the bzImage string).
+
+    Debian kernels name the package version ("Debian 6.1.192-1"); other builds only have the
+    release, whose leading digits are the upstream version.
+    """
+    match = _DEBIAN_BUILD.search(banner)
+    return match.group(1) if match else release
+
+
+def bzimage_banner(image: Path) -> str:
+    """The version banner stored in a bzImage, or a clear error if it is not one.
+
+    Why read the header ourselves: a bogus image must be refused before we spend a VM boot on
+    it; the x86 boot protocol puts "HdrS" at 0x202 and the banner offset at 0x20e.
+    """
+    try:
+        data = image.read_bytes()
+    except OSError as exc:
+        raise KernelsError(f"cannot read kernel image {image}: {exc.strerror}") from None
+    if len(data) < 0x210 or data[0x202:0x206] != b"HdrS":
+        raise KernelsError(f"{image} is not an x86 bzImage (no 'HdrS' boot header)")
+    (offset,) = struct.unpack_from("<H", data, 0x20E)
+    start = offset + 0x200
+    banner = data[start : start + 256].split(b"\0", 1)[0].decode("ascii", "replace")
+    if not banner or not banner[0].isdigit():
+        raise KernelsError(f"{image}: the boot header has no kernel version string")
+    return banner

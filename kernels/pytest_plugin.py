@@ -1,0 +1,180 @@
+"""pytest integration of the kernel matrix, both sides of the VM boundary.
+
+Host side, `pytest --kernel NAME|PATH`: collect as usual, then instead of running the items
+here, boot that kernel once, run the same node ids inside, and replay the guest's JUnit results
+as ordinary reports (so -v, -rA, --junitxml and the exit status work unchanged).
+
+Guest side (any run with NETREGRESS_KERNEL set, i.e. started by the matrix or by --kernel):
+apply `expectations.toml` as strict xfail for this kernel, and record each test's exact node id
+in the JUnit XML so the host can map results back.
+"""
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from _pytest.reports import TestReport
+
+from kernels import progress_log, tools
+from kernels.catalog import KernelSpec, load_catalog, lookup
+from kernels.errors import KernelsError
+from kernels.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
+from kernels.fetch import fetch
+from kernels.junit import NODEID_PROPERTY
+from kernels.kernel import BootableKernel, version_tuple
+from kernels.paths import cache_dir
+from kernels.procs import Children, reap_leftovers
+from kernels.qemu import InitramfsLauncher
+from kernels.replay import replay
+from kernels.runner import RunOptions, run_kernel
+
+
+@dataclass
+class _HostState:
+    spec: KernelSpec
+    kernel: BootableKernel
+
+
+_STATE = pytest.StashKey[_HostState]()
+# Guest side: phase reports of the tests in progress (xdist-free, so one dict suffices).
+_PENDING: dict[str, list[TestReport]] = {}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("netregress kernels")
+    group.addoption(
+        "--kernel",
+        metavar="NAME|PATH",
+        help="run the selected tests inside this kernel's VM (a kernels/matrix.toml name or a "
+        "bzImage path)",
+    )
+    group.addoption(
+        "--kernel-accel",
+        choices=("auto", "kvm", "tcg"),
+        default="auto",
+        help="VM acceleration (auto: KVM only if a probe guest boots)",
+    )
+    group.addoption(
+        "--kernel-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="give up on the guest (a 'crash') after this long",
+    )
+
+
+def _say(message: str) -> None:
+    print(f"netregress kernels: {message}", file=sys.stderr, flush=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "vm: boots kernels in QEMU (needs `scripts/setup --vm`)")
+    wanted = config.getoption("--kernel", default=None)
+    if not wanted:
+        return
+    if getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError("--kernel runs the tests in one VM: drop -n/--numprocesses")
+    try:
+        tools.require_root()
+        spec = lookup(load_catalog(), wanted)
+        kernel = fetch(spec, lambda message: _say(f"{spec.name}: {message}"))
+        if kernel.image is not None:
+            tools.qemu(), tools.virtiofsd()
+    except KernelsError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[_STATE] = _HostState(spec, kernel)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = config.stash.get(_STATE, None)
+    if state is not None:
+        kernel = state.kernel
+        where = "on the host" if kernel.image is None else "in a VM"
+        return [f"kernel: {kernel.name} {kernel.release} ({kernel.version}), {where}"]
+    name = os.environ.get("NETREGRESS_KERNEL")
+    if not name:
+        return []
+    version = os.environ.get("NETREGRESS_KERNEL_VERSION")
+    emulated = os.environ.get("NETREGRESS_EMULATED")
+    line = f"kernel: {name} {os.uname().release} ({version})"
+    return [line + (f", emulated: {emulated}" if emulated else "")]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Guest side: node ids into JUnit, known kernel bugs as strict xfail."""
+    name = os.environ.get("NETREGRESS_KERNEL")
+    if not name or _STATE in config.stash:
+        return
+    path = Path(os.environ.get("NETREGRESS_EXPECTATIONS") or DEFAULT_EXPECTATIONS)
+    try:
+        expectations = load_expectations(path)
+        version = version_tuple(os.environ.get("NETREGRESS_KERNEL_VERSION") or os.uname().release)
+    except KernelsError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    for item in items:
+        item.user_properties.append((NODEID_PROPERTY, item.nodeid))
+        entry = expected_failure(expectations, item.nodeid, name, version)
+        if entry is not None:
+            item.add_marker(pytest.mark.xfail(reason=entry.why, strict=True))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """Host side of --kernel: one guest run for all selected items, replayed as reports."""
+    state = session.config.stash.get(_STATE, None)
+    if state is None:
+        return None
+    if session.testsfailed and not session.config.option.continue_on_collection_errors:
+        raise session.Interrupted(f"{session.testsfailed} errors during collection")
+    if session.config.option.collectonly or not session.items:
+        return True
+    options = RunOptions(
+        pytest_args=[item.nodeid for item in session.items],
+        cwd=session.config.rootpath,
+        accel=session.config.getoption("--kernel-accel"),
+        timeout=session.config.getoption("--kernel-timeout"),
+    )
+    out_dir = cache_dir("runs", f"{state.spec.name}-{os.getpid()}")
+    children = Children()
+    reap_leftovers()
+    try:
+        run = run_kernel(
+            state.spec,
+            options,
+            out_dir,
+            InitramfsLauncher(children),
+            children,
+            lambda message: _say(f"{state.spec.name}: {message}"),
+        )
+    finally:
+        children.stop_all()
+    _say(f"{state.spec.name}: guest output in {out_dir}")
+    replay(session, run)
+    return True
+
+
+def _progress_path() -> Path | None:
+    path = os.environ.get("NETREGRESS_PROGRESS")
+    return Path(path) if path else None
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    """Guest side: note the start, so a crash during this test is pinned on it."""
+    path = _progress_path()
+    if path is not None:
+        progress_log.append(path, nodeid, progress_log.STARTED)
+
+
+def pytest_runtest_logreport(report: TestReport) -> None:
+    if _progress_path() is not None:
+        _PENDING.setdefault(report.nodeid, []).append(report)
+
+
+def pytest_runtest_logfinish(nodeid: str) -> None:
+    """Guest side: the test's final outcome, flushed before the next test can crash the kernel."""
+    path = _progress_path()
+    if path is not None:
+        outcome, message, details = progress_log.outcome_of(_PENDING.pop(nodeid, []))
+        progress_log.append(path, nodeid, outcome, message, details)

@@ -1,0 +1,118 @@
+"""Backend choice (builtin engine or an upstream binary) and isolated runs for runners.
+
+Both backends return :class:`RunResult`, so the CLI and the pytest plugin do not care which
+one ran. :func:`run_isolated` always uses a child process: the engine moves its process into
+a new network namespace, which a test runner's own process must never do.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+from .errors import PacketdrillError, UsageError
+from .loader import CliOptions, load_script
+from .netenv import die_with_parent
+from .result import RunResult
+from .upstream import run_upstream
+
+DEFAULT_TIMEOUT = 180.0     # like upstream's run_all.py: a blocking call can hang the engine
+
+# Starts the engine without executing netns/__init__.py, which eagerly imports the whole
+# library (scapy, pyroute2: ~350 ms) that the engine never uses. The package object is a
+# plain namespace pointing at the same directory, so every module is still the real one.
+# The engine needs only the standard library, hence `-S` (no site-packages scan).
+LAUNCHER = (
+    "import sys, types; pkg = types.ModuleType('netns'); pkg.__path__ = [sys.argv.pop(1)]; "
+    "sys.modules['netns'] = pkg; from netns.packetdrill.cli import main; sys.exit(main())"
+)
+NETNS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def engine_command() -> list[str]:
+    """argv prefix that runs the builtin engine's command line in a new process."""
+    return [sys.executable, "-S", "-c", LAUNCHER, NETNS_DIR]
+
+
+@dataclass
+class Backend:
+    """``name`` is ``builtin`` or ``upstream``; ``binary`` the upstream binary's path."""
+
+    name: str
+    binary: str = ""
+
+    def run(self, path: str, options: CliOptions, timeout: float = DEFAULT_TIMEOUT) -> RunResult:
+        """Run in this process (builtin: the process enters a new namespace)."""
+        if self.name == "builtin":
+            from .engine import run_script
+            return run_script(path, options)
+        return run_upstream(self.binary, path, options, _script_tolerance(path, options),
+                            timeout)
+
+
+def choose_backend(choice: str | None) -> Backend:
+    """``builtin`` (default), ``auto`` (``packetdrill`` on PATH if any) or a binary path."""
+    choice = choice or os.environ.get("PACKETDRILL") or "builtin"
+    if choice == "builtin":
+        return Backend("builtin")
+    if choice == "auto":
+        found = shutil.which("packetdrill")
+        return Backend("upstream", found) if found else Backend("builtin")
+    if not (os.path.isfile(choice) and os.access(choice, os.X_OK)):
+        raise UsageError(f"packetdrill binary not found or not executable: {choice}")
+    return Backend("upstream", choice)
+
+
+def _script_tolerance(path: str, options: CliOptions) -> int | None:
+    """The tolerance_usecs the script would run with, so a scale can be applied on top."""
+    if not any(name == "tolerance_scale" for name, _ in options):
+        return None
+    try:
+        _, cfg = load_script(path, [o for o in options if o[0] not in ("tolerance_scale",)])
+    except PacketdrillError:
+        return None
+    return cfg.tolerance_usecs
+
+
+def run_isolated(backend: Backend, path: str, options: CliOptions,
+                 timeout: float = DEFAULT_TIMEOUT) -> RunResult:
+    """Run one script in a child process (and so its own namespace), capturing output."""
+    path = os.path.abspath(path)
+    if backend.name != "builtin":
+        return backend.run(path, options, timeout)
+    fd, json_path = tempfile.mkstemp(prefix="netregress-pd-", suffix=".json")
+    os.close(fd)
+    argv = engine_command() + [f"--result_json={json_path}"]
+    argv += [f"--{name}" if value is None else f"--{name}={value}" for name, value in options]
+    argv.append(path)
+    started = time.monotonic()
+    try:
+        # Like upstream's runner, commands run from the script's folder (`./defaults.sh`).
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=die_with_parent,
+                                cwd=os.path.dirname(os.path.abspath(path)))
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            return RunResult(path, False, f"{path}: timed out after {timeout:.0f} s",
+                             stdout=stdout, stderr=stderr, exit_status=1,
+                             duration=time.monotonic() - started)
+        try:
+            with open(json_path) as handle:
+                result = RunResult.from_json(handle.read())
+        except (OSError, ValueError, TypeError):
+            result = RunResult(path, False, stderr.strip() or
+                               f"{path}: engine exited with status {proc.returncode}",
+                               exit_status=proc.returncode or 1)
+    finally:
+        os.unlink(json_path)
+    result.stdout, result.stderr = stdout, stderr
+    result.duration = time.monotonic() - started
+    return result

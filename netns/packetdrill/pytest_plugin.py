@@ -1,0 +1,232 @@
+"""pytest integration: every ``*.pkt`` under the test tree becomes one test per IP variant.
+
+Each run happens in a child process (its own network namespace), so items are independent
+and safe under ``pytest -n``. Scripts are linted at collection time: a malformed script is one
+failing item with its ``file:line: message``, never a collection traceback.
+
+Negative scripts carry ``// netregress: expect-fail: <regex>`` in a comment; the item then
+passes only if the run fails with a message matching the regex (upstream ignores comments).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .backend import Backend, choose_backend, run_isolated
+from .calibrate import Calibration, measure
+from .errors import PacketdrillError, UsageError
+from .loader import CliOptions, load_script, read_script
+from .result import RunResult
+
+_EXPECT_FAIL = re.compile(r"//\s*netregress:\s*expect-fail:\s*(.+?)\s*$", re.M)
+_IP_VERSION_LINE = re.compile(r"^--ip_version=(\S+)", re.M)
+_V4_COMMON = ["--local_ip=192.168.0.1", "--gateway_ip=192.168.0.1", "--netmask_ip=255.255.0.0",
+              "--remote_ip=192.0.2.1", "-D", "TFO_COOKIE=3021b9d889017eeb",
+              "-D", "CODE=host_unreachable"]
+# The variants and arguments upstream's corpus runner uses (reference §10.2).
+VARIANTS: dict[str, list[str]] = {
+    "ipv4": ["--ip_version=ipv4", *_V4_COMMON, "-D", "CMSG_LEVEL_IP=SOL_IP",
+             "-D", "CMSG_TYPE_RECVERR=IP_RECVERR"],
+    "ipv4-mapped-ipv6": ["--ip_version=ipv4-mapped-ipv6", *_V4_COMMON,
+                         "-D", "CMSG_LEVEL_IP=SOL_IPV6", "-D", "CMSG_TYPE_RECVERR=IPV6_RECVERR"],
+    "ipv6": ["--ip_version=ipv6", "--mtu=1520", "--local_ip=fd3d:0a0b:17d6::1",
+             "--gateway_ip=fd3d:0a0b:17d6:8888::1", "--remote_ip=fd3d:fa7b:d17d::1",
+             "-D", "TFO_COOKIE=c1d1e9742a47a9bc", "-D", "CMSG_LEVEL_IP=SOL_IPV6",
+             "-D", "CMSG_TYPE_RECVERR=IPV6_RECVERR"],
+}
+_BACKEND_KEY = pytest.StashKey[Backend]()
+_SCALE_KEY = pytest.StashKey[tuple[float, str]]()
+_CALIBRATION_KEY = pytest.StashKey[Calibration]()
+_CALIBRATION = "netregress_packetdrill_calibration"
+
+
+def variant_options(variant: str) -> CliOptions:
+    """The variant's arguments as (name, value) options."""
+    args, options, i = VARIANTS[variant], [], 0
+    while i < len(args):
+        if args[i] == "-D":
+            options.append(("define", args[i + 1]))
+            i += 2
+            continue
+        name, _, value = args[i][2:].partition("=")
+        options.append((name, value))
+        i += 1
+    return options
+
+
+def variants_for(path: Path, text: str) -> list[str]:
+    """Upstream's corpus rules: ``*v6.pkt`` is IPv6 only, ``*v4.pkt`` v4 and mapped only, and
+    a ``--ip_version=`` line restricts the script to that variant."""
+    name = path.name
+    chosen = (["ipv6"] if name.endswith("v6.pkt") else
+              ["ipv4", "ipv4-mapped-ipv6"] if name.endswith("v4.pkt") else list(VARIANTS))
+    pinned = _IP_VERSION_LINE.search(text)
+    if pinned:
+        chosen = [v for v in chosen if v == pinned.group(1)] or [pinned.group(1)]
+    return [v for v in chosen if v in VARIANTS]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("packetdrill")
+    group.addoption("--packetdrill", default=None, metavar="builtin|auto|PATH",
+                    help="engine for .pkt scripts: the builtin one (default), 'auto' (an "
+                         "upstream packetdrill on PATH if any) or an upstream binary's path")
+    group.addoption("--tolerance-scale", type=float, default=None, metavar="F",
+                    help="multiply every packetdrill timing tolerance by F "
+                         "(default: calibrated once per boot)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        config.stash[_BACKEND_KEY] = choose_backend(config.getoption("--packetdrill"))
+    except UsageError as err:
+        raise pytest.UsageError(err.text) from None
+    given = config.getoption("--tolerance-scale")
+    if given is not None:
+        if given <= 0:
+            raise pytest.UsageError("--tolerance-scale must be positive")
+        config.stash[_SCALE_KEY] = (given, f"tolerance scale {given:.2f} (--tolerance-scale)")
+    else:
+        worker_input = getattr(config, "workerinput", {})
+        if _CALIBRATION in worker_input:
+            calibration = Calibration(**worker_input[_CALIBRATION])
+        else:
+            calibration = measure()
+        config.stash[_SCALE_KEY] = (calibration.scale, calibration.describe())
+        config.stash[_CALIBRATION_KEY] = calibration
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: every worker uses the controller's one measurement of this session."""
+    calibration = node.config.stash.get(_CALIBRATION_KEY, None)
+    if calibration is not None:
+        node.workerinput[_CALIBRATION] = asdict(calibration)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    backend = config.stash[_BACKEND_KEY]
+    name = backend.name if backend.name == "builtin" else f"upstream {backend.binary}"
+    return [f"packetdrill: {name} engine; {config.stash[_SCALE_KEY][1]}"]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
+    if file_path.suffix == ".pkt":
+        return PktFile.from_parent(parent, path=file_path)
+    return None
+
+
+def run_for_test(config: pytest.Config, path: Path, variant: str) -> RunResult:
+    """Run *path* as this session runs every script: chosen backend, variant arguments,
+    calibrated tolerance, and a pcap in the current test's artifact folder (kept on failure).
+
+    Also what Python cases use when they wrap a script to assert more than it can."""
+    options = variant_options(variant) + [("send_omit_free", None)]
+    scale = config.stash[_SCALE_KEY][0]
+    if scale != 1.0:
+        options.append(("tolerance_scale", f"{scale}"))
+    try:
+        from netns import artifacts
+        options.append(("pcap", str(artifacts.new_path(f"{path.stem}-{variant}", ".pcap"))))
+    except ImportError:
+        pass
+    return run_isolated(config.stash[_BACKEND_KEY], str(path), options)
+
+
+class PktFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        try:
+            text = read_script(str(self.path))
+        except PacketdrillError as err:
+            yield PktLintError.from_parent(self, name="lint", message=err.text)
+            return
+        expect = _EXPECT_FAIL.search(text)
+        variants = variants_for(self.path, text)
+        if expect is None:
+            for variant in variants:
+                try:
+                    load_script(str(self.path), variant_options(variant) + [("dry_run", None)],
+                                text)
+                except PacketdrillError as err:
+                    yield PktLintError.from_parent(self, name="lint", message=err.text)
+                    return
+        for variant in variants:
+            yield PktItem.from_parent(self, name=variant, variant=variant,
+                                      expect_fail=expect.group(1) if expect else None)
+
+
+class PktLintError(pytest.Item):
+    """A script that does not parse: one failing item carrying the parser's message."""
+
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.message = message
+
+    def runtest(self) -> None:
+        raise PktFailure(self.message)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        return str(excinfo.value)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.path.name}: lint"
+
+
+class PktFailure(Exception):
+    """A script run that did not end as the script (or its expect-fail header) says."""
+
+
+class PktItem(pytest.Item):
+    def __init__(self, *, variant: str, expect_fail: str | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.variant = variant
+        self.expect_fail = expect_fail
+
+    def runtest(self) -> None:
+        result = run_for_test(self.config, self.path, self.variant)
+        if self.expect_fail is not None:
+            self.check_expected_failure(result)
+        elif not result.passed:
+            raise PktFailure(self.describe(result))
+
+    def check_expected_failure(self, result: RunResult) -> None:
+        assert self.expect_fail is not None
+        if result.passed:
+            raise PktFailure(f"expected a failure matching /{self.expect_fail}/, but the script "
+                             f"passed")
+        if not re.search(self.expect_fail, result.message):
+            raise PktFailure(f"expected a failure matching /{self.expect_fail}/, got:\n"
+                             f"{self.describe(result)}")
+        if result.pcap:
+            Path(result.pcap).unlink(missing_ok=True)
+
+    @staticmethod
+    def describe(result: RunResult) -> str:
+        parts = [result.message or f"exit status {result.exit_status}"]
+        if result.line is not None:
+            parts.append(f"script line: {result.line}")
+        if result.expected:
+            parts.append(f"expected: {result.expected}")
+        if result.actual:
+            parts.append(f"actual:   {result.actual}")
+        if result.pcap and Path(result.pcap).exists():
+            parts.append(f"pcap: {result.pcap}")
+        if result.stdout.strip():
+            parts.append(f"--- engine stdout ---\n{result.stdout.rstrip()}")
+        return "\n".join(parts)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, PktFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.path.name}[{self.variant}]"

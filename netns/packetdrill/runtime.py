@@ -1,0 +1,471 @@
+"""The event loop of one script run (§3.3, §7): timing, injection, sniffing, syscalls.
+
+It assumes the process already sits in a fresh network namespace (see :mod:`.engine`). All
+failures raise :class:`RuntimeFailure` carrying upstream's complete diagnostic text.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import protocols as P
+from .clock import Clock
+from .code import CodeSnapshot, run_code, run_shell, snapshot
+from .config import Config
+from .conn import Conn, build, learn_syn, map_inbound, map_outbound, record_ts
+from .dump import dump
+from .errors import RuntimeFailure
+from .matcher import check_ip_checksums, fragment_problem, merge, verify
+from .model import (CodeEvent, CommandEvent, Event, PacketEvent, Script, SyscallEvent, TcpSpec,
+                    UdpSpec)
+from .sniffer import Sniffer
+from .state import State
+from .syscalls import Executor
+from .wire import ACK, SYN, IcmpHeader, Packet, TcpHeader, UdpHeader, decode, encode
+
+_POLL = 0.02          # how often long waits look at the blocking-call thread for errors
+_ND_TYPES = range(130, 144)
+_FUTEX_NR = {"x86_64": "202", "aarch64": "98", "riscv64": "98"}.get(platform.machine(), "202")
+
+
+def secs(usecs: int) -> float:
+    return usecs / 1e6
+
+
+@dataclass
+class Timed:
+    """An event's times after anchoring (§3.3), in script usec."""
+
+    start: int
+    end: int | None
+    base: int
+    blocking_end: int | None
+
+
+class BlockingCall:
+    """A system call running on its own thread while the script moves on (§5.7)."""
+
+    def __init__(self, runtime: Runtime, event: Event, timed: Timed, prev: int | None) -> None:
+        self.runtime, self.event, self.timed, self.prev = runtime, event, timed, prev
+        self.error: RuntimeFailure | None = None
+        self.done = threading.Event()
+        self.entered = False      # set once the start time has passed and the call is next
+        self.tid = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        rt = self.runtime
+        self.tid = threading.get_native_id()
+        try:
+            rt.clock.wait_until(self.timed.start)
+            rt.check_time(self.event, self.timed, rt.clock.now(), self.prev)
+            self.entered = True
+            rt.execute_syscall(self.event, on_return=self._check_return)
+        except RuntimeFailure as err:
+            self.error = err
+        finally:
+            self.done.set()
+
+    def _check_return(self) -> None:
+        rt, timed = self.runtime, self.timed
+        assert timed.blocking_end is not None
+        actual = rt.clock.now()
+        cfg = rt.cfg
+        tol = int(max(cfg.tolerance_usecs, cfg.tolerance_percent / 100.0 *
+                      (timed.blocking_end - timed.start)) * cfg.tolerance_scale)
+        if abs(actual - timed.blocking_end) > tol:
+            raise RuntimeFailure(f"{rt.script.path}:{self.event.line}: timing error: expected "
+                                 f"system call return at {secs(timed.blocking_end):.6f} sec but "
+                                 f"happened at {secs(actual):.6f} sec; tolerance "
+                                 f"{secs(tol):.6f} sec", self.event.line)
+
+    def blocked_or_done(self) -> bool:
+        """True once the thread sleeps inside the kernel (not on the GIL) or has finished."""
+        if self.done.is_set():
+            return True
+        if not self.entered:
+            return False
+        try:
+            with open(f"/proc/self/task/{self.tid}/stat") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/self/task/{self.tid}/syscall") as handle:
+                number = handle.read().split()[0]
+        except (OSError, IndexError):
+            return self.done.is_set()
+        # A thread in futex() waits for the GIL, not in the script's call.
+        return state in ("S", "D") and number not in ("running", _FUTEX_NR)
+
+
+class Runtime:
+    """Runs a parsed script against the kernel through ``tun_fd``."""
+
+    def __init__(self, script: Script, cfg: Config, tun_fd: int, ephemeral_port: int) -> None:
+        self.script, self.cfg, self.tun_fd = script, cfg, tun_fd
+        self.clock = Clock()
+        self.state = State(cfg, self.clock, ephemeral_port)
+        self.executor = Executor(self.state)
+        self.sniffer = Sniffer(tun_fd)
+        self.injected: list[tuple[float, bytes]] = []
+        self.blocking: BlockingCall | None = None
+        self.snapshots: list[CodeSnapshot] = []
+        self.warnings: list[str] = []
+
+    # --- helpers ------------------------------------------------------------------------
+    def fail(self, event: Event, text: str) -> RuntimeFailure:
+        return RuntimeFailure(f"{self.script.path}:{event.line}: {text}", event.line)
+
+    def check_blocking(self) -> None:
+        if self.blocking is not None and self.blocking.done.is_set():
+            call, self.blocking = self.blocking, None
+            if call.error is not None:
+                raise call.error
+
+    def wait(self, usecs: int) -> None:
+        """Wait until script time ``usecs``, surfacing blocking-call failures meanwhile."""
+        while True:
+            self.check_blocking()
+            remaining = secs(usecs - self.clock.now())
+            if remaining <= _POLL:
+                break
+            time.sleep(min(_POLL, remaining - _POLL / 2))
+        self.clock.wait_until(usecs)
+
+    def wait_for_blocking(self, timeout: float) -> bool:
+        """Give an in-flight blocking call up to ``timeout`` s; True if none is left."""
+        if self.blocking is None:
+            return True
+        self.blocking.done.wait(timeout)
+        done = self.blocking.done.is_set()
+        self.check_blocking()
+        return done
+
+    def check_time(self, event: Event, timed: Timed, actual: int, prev: int | None
+                   ) -> str | None:
+        """Raise (or, for outbound packets, return) the timing error of an event, if any."""
+        if event.time.any_time or prev is None:
+            return None
+        cfg = self.cfg
+        tol = cfg.tolerance(timed.start - prev)
+        what = event.describe()
+        if timed.end is not None:
+            if timed.start - tol <= actual <= timed.end + tol:
+                return None
+            if event.time.relative:
+                text = (f"timing error: expected {what} in relative time range "
+                        f"+{secs(timed.start - timed.base):.6f}~+{secs(timed.end - timed.base):.6f}"
+                        f" sec but happened at {secs(actual - timed.base):+.6f} sec")
+            else:
+                text = (f"timing error: expected {what} in time range {secs(timed.start):.6f}~"
+                        f"{secs(timed.end):.6f} sec but happened at {secs(actual):.6f} sec")
+        elif abs(actual - timed.start) > tol:
+            text = (f"timing error: expected {what} at {secs(timed.start):.6f} sec but happened "
+                    f"at {secs(actual):.6f} sec; tolerance {secs(tol):.6f} sec")
+        else:
+            return None
+        if event.is_outbound:
+            return text
+        raise self.fail(event, text)
+
+    # --- the loop ---------------------------------------------------------------------------
+    def run(self) -> None:
+        events = self.script.events
+        if events[0].time.usecs != 0:
+            raise self.fail(events[0], "first event should be at time 0")
+        prev: Event | None = None
+        prev_time: int | None = None
+        if self.cfg.verbose and self.cfg.tolerance_scale != 1.0:
+            print(f"netregress: timing tolerances scaled by {self.cfg.tolerance_scale:g}",
+                  flush=True)
+        self.clock.restart()
+        for event in events:
+            self.check_blocking()
+            timed = self.anchor(event, prev, prev_time)
+            if (prev is not None and not event.time.relative and not event.time.any_time
+                    and not prev.time.relative and not prev.time.any_time
+                    and prev_time is not None and timed.start < prev_time):
+                raise self.fail(event, f"time goes backward in script from {prev_time} usec to "
+                                       f"{timed.start} usec")
+            self.dispatch(event, timed, prev_time)
+            prev, prev_time = event, timed.start
+        self.finish(events)
+
+    def anchor(self, event: Event, prev: Event | None, prev_time: int | None) -> Timed:
+        t = event.time
+        if not (t.relative or t.any_time):
+            end = t.end_usecs
+            return Timed(t.usecs, end, 0, t.blocking_end)
+        if prev is not None and prev.is_inbound and event.is_inbound and prev_time is not None:
+            base = prev_time
+        else:
+            base = self.clock.now() if prev is not None else 0
+        end = None if t.end_usecs is None else (base + t.end_usecs if t.end_relative or
+                                                t.relative else t.end_usecs)
+        blocking_end = None if t.blocking_end is None else (
+            base + t.blocking_end if t.relative else t.blocking_end)
+        return Timed(base + t.usecs, end, base, blocking_end)
+
+    def dispatch(self, event: Event, timed: Timed, prev: int | None) -> None:
+        action = event.action
+        if isinstance(action, PacketEvent) and action.direction == ">":
+            self.outbound(event, action, timed, prev)
+            return
+        if isinstance(action, SyscallEvent) and timed.blocking_end is not None:
+            self.start_blocking(event, timed, prev)
+            return
+        if isinstance(action, SyscallEvent) and self.blocking is not None:
+            self.wait_for_blocking(1.0)
+        if prev is not None:
+            self.wait(timed.start)
+            self.check_time(event, timed, self.clock.now(), prev)
+        if isinstance(action, PacketEvent):
+            self.inbound(event, action)
+        elif isinstance(action, SyscallEvent):
+            self.execute_syscall(event)
+        elif isinstance(action, CommandEvent):
+            reason = run_shell(action.command)
+            if reason:
+                raise self.fail(event, f"error executing `{action.command}` command: {reason}")
+        elif isinstance(action, CodeEvent):
+            self.collect_code(event, action)
+
+    def finish(self, events: list[Event]) -> None:
+        if self.blocking is not None and not self.wait_for_blocking(1.0):
+            raise RuntimeFailure(f"{self.script.path}:{self.blocking.event.line}: runtime error: "
+                                 "exiting while a blocking system call is in progress",
+                                 self.blocking.event.line)
+        self.check_blocking()
+
+    # --- system calls ---------------------------------------------------------------------
+    def execute_syscall(self, event: Event, on_return: Callable[[], None] | None = None) -> None:
+        action = event.action
+        assert isinstance(action, SyscallEvent)
+        try:
+            self.executor.execute(action, on_return)
+        except RuntimeFailure as err:
+            if err.text.startswith(f"{self.script.path}:"):
+                raise
+            raise self.fail(event, f"runtime error in {action.name} call: {err.text}") from None
+
+    def start_blocking(self, event: Event, timed: Timed, prev: int | None) -> None:
+        if self.blocking is not None and not self.wait_for_blocking(1.0):
+            raise self.fail(event, "runtime error in "
+                            f"{event.action.name} call: blocking system call while another "  # type: ignore[union-attr]
+                            "blocking system call is already in progress")
+        call = BlockingCall(self, event, timed, prev)
+        self.blocking = call
+        while not call.blocked_or_done():
+            time.sleep(0.0002)
+
+    # --- code blocks ----------------------------------------------------------------------
+    def collect_code(self, event: Event, action: CodeEvent) -> None:
+        sut = self.state.sut
+        if sut is None:
+            raise self.fail(event, "runtime error in code: no socket to use for code")
+        if sut.live_fd is None:
+            raise self.fail(event, "runtime error in code: can't find getsockopt to get TCP info")
+        try:
+            self.snapshots.append(snapshot(sut.live_fd, event.line, action.code))
+        except RuntimeFailure as err:
+            raise self.fail(event, f"runtime error in code: {err.text}") from None
+
+    def run_code_blocks(self) -> None:
+        if self.snapshots:
+            run_code(self.script.path, self.snapshots, self.cfg.code_command, self.cfg.verbose)
+
+    # --- inbound packets ------------------------------------------------------------------
+    def conn_for_inbound(self, action: PacketEvent) -> Conn:
+        state, spec = self.state, action.l4
+        sut = state.sut
+        with state.lock:
+            if isinstance(spec, TcpSpec):
+                if sut is None or sut.listening or sut.proto != P.IPPROTO_TCP:
+                    child = Conn(P.IPPROTO_TCP,
+                                 local_port=(sut.local_port if sut and sut.listening else 0)
+                                 or self.cfg.bind_port,
+                                 remote_port=spec.sport or state.ephemeral_port,
+                                 remote_isn=spec.start if "S" in spec.flags else 0)
+                    if sut is not None and sut.listening:
+                        sut.children.append(child)
+                    state.conns.append(child)
+                    state.sut = child
+                    return child
+                if "S" in spec.flags and "." in spec.flags:
+                    sut.remote_isn = spec.start
+                return sut
+            if isinstance(spec, UdpSpec):
+                if sut is None or sut.proto != P.IPPROTO_UDP:
+                    sut = state.new_conn(P.IPPROTO_UDP)
+                sut.local_port = sut.local_port or self.cfg.bind_port
+                sut.remote_port = sut.remote_port or spec.sport or state.ephemeral_port
+                return sut
+            return sut if sut is not None else Conn(P.IPPROTO_ICMP)
+
+    def inbound(self, event: Event, action: PacketEvent) -> None:
+        conn = self.conn_for_inbound(action)
+        packet = build(action, self.cfg, conn, inbound=True)
+        try:
+            map_inbound(packet, conn, self.cfg)
+        except RuntimeFailure as err:
+            raise self.fail(event, f"error handling packet: {err.text}") from None
+        raw = encode(packet)
+        header = bytes(10)
+        if self.cfg.mss and isinstance(packet.l4, TcpHeader):
+            gso_type = 4 if packet.inner_ip.version == 6 else 1
+            header = struct.pack("=BBHHHH", 0, gso_type, 0, self.cfg.mss, 0, 0)
+        # Stamped before the write: the kernel answers inside write(), and a pcap must show
+        # the cause before its effect.
+        now = time.time()
+        try:
+            os.write(self.tun_fd, header + raw)
+        except OSError as err:
+            raise self.fail(event, f"error writing packet to tun device: {err.strerror}") from None
+        self.injected.append((now, raw))
+        if self.cfg.verbose:
+            print(f"inbound injected packet: {secs(self.clock.to_script(now)):9.6f} "
+                  f"{dump(packet)}", flush=True)
+
+    # --- outbound packets -------------------------------------------------------------------
+    def belongs(self, conn: Conn, packet: Packet, action: PacketEvent) -> bool:
+        """Is a sniffed packet the socket under test's (§7.5)? Learns a connecting socket's
+        local port from its first SYN."""
+        l4, spec = packet.l4, action.l4
+        if packet.inner_ip.version != (6 if self.cfg.wire_v6 else 4):
+            return False
+        if isinstance(spec, TcpSpec) or isinstance(spec, UdpSpec):
+            kind = TcpHeader if isinstance(spec, TcpSpec) else UdpHeader
+            if not isinstance(l4, kind):
+                return False
+            if conn.connecting and l4.dport == conn.remote_port and (
+                    not conn.local_port or (isinstance(l4, TcpHeader) and l4.flags & SYN
+                                            and not l4.flags & ACK and not conn.local_isn_known
+                                            and l4.sport != conn.local_port)):
+                conn.local_port = l4.sport
+            return (l4.sport, l4.dport) == (conn.local_port, conn.remote_port)
+        if not isinstance(l4, IcmpHeader):
+            return False
+        return not (packet.inner_ip.version == 6 and l4.type in _ND_TYPES)
+
+    def sniff(self, event: Event, conn: Conn, action: PacketEvent, timeout: float
+              ) -> tuple[float, Packet]:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.check_blocking()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self.fail(event, "error handling packet: Timed out waiting for packet")
+            got = self.sniffer.receive(min(_POLL * 5, remaining))
+            if got is None:
+                continue
+            stamp, raw = got
+            packet = decode(raw)
+            if packet is None or not self.belongs(conn, packet, action):
+                deadline = time.monotonic() + timeout
+                continue
+            if self.cfg.verbose:
+                print(f"outbound sniffed packet: {secs(self.clock.to_script(stamp)):9.6f} "
+                      f"{dump(packet)}", flush=True)
+            return stamp, packet
+
+    def outbound(self, event: Event, action: PacketEvent, timed: Timed, prev: int | None) -> None:
+        conn = self.state.sut
+        if conn is None:
+            raise self.fail(event, "error handling packet: no matching socket for script packet")
+        if event.time.any_time:
+            timeout = 10.0 ** 9
+        else:
+            gap = max(timed.start - (prev or 0), (timed.end or 0) - (prev or 0))
+            timeout = int(gap / 1e6 + 2) * max(1.0, self.cfg.tolerance_scale)
+        stamp, actual = self.sniff(event, conn, action, timeout)
+        expected = build(action, self.cfg, conn, inbound=False)
+        spec = action.l4
+        if isinstance(spec, TcpSpec):
+            actual = self.gather_tso(event, conn, action, expected, actual, timeout)
+            live_tcp = actual.l4
+            assert isinstance(live_tcp, TcpHeader)
+            learn_syn(conn, live_tcp, spec)
+            if len(actual.payload) != spec.length:
+                raise self.fail(event, "error handling packet: live packet payload: expected "
+                                f"{spec.length} bytes vs actual {len(actual.payload)} bytes")
+        self.verify_packet(event, action, timed, prev, conn, expected, actual, stamp)
+
+    def gather_tso(self, event: Event, conn: Conn, action: PacketEvent, expected: Packet,
+                   first: Packet, timeout: float) -> Packet:
+        """Merge a TSO train into one packet unless ``--strict_segments`` (§7.7)."""
+        spec = action.l4
+        assert isinstance(spec, TcpSpec)
+        fragments = [first]
+        if self.cfg.strict_segments:
+            return first
+        while sum(len(f.payload) for f in fragments) < spec.length:
+            _, fragment = self.sniff(event, conn, action, timeout)
+            if fragment_problem(fragments[-1], fragment, len(fragments[0].payload)):
+                total = sum(len(f.payload) for f in fragments) + len(fragment.payload)
+                lines = [f"error handling packet: fragment payload: expected "
+                         f"{len(fragments[0].payload)} bytes vs actual {len(fragment.payload)}"
+                         f" bytes; total payload: expected {spec.length} bytes vs actual "
+                         f"{total} bytes",
+                         f"   script packet: {self.script_dump(action, expected)}"]
+                lines += [f"actual #{i} packet: {dump(f)}"
+                          for i, f in enumerate(fragments + [fragment])]
+                raise self.fail(event, "\n".join(lines))
+            fragments.append(fragment)
+        return merge(fragments) if len(fragments) > 1 else first
+
+    def script_dump(self, action: PacketEvent, expected: Packet) -> str:
+        spec = action.l4
+        if isinstance(spec, TcpSpec):
+            return dump(expected, show_win=spec.win is not None, ace_mode=spec.ace is not None,
+                        options_known=spec.options is not None)
+        return dump(expected)
+
+    def verify_packet(self, event: Event, action: PacketEvent, timed: Timed, prev: int | None,
+                      conn: Conn, expected: Packet, actual: Packet, stamp: float) -> None:
+        spec = action.l4
+        mapped = actual
+        try:
+            check_ip_checksums(actual)
+            if isinstance(spec, TcpSpec) and isinstance(actual.l4, TcpHeader):
+                record_ts(conn, actual.l4, spec)
+            mapped = map_outbound(actual, conn, self.cfg)
+            ts_tol = self.cfg.tolerance(timed.start)
+            verify(expected, mapped, action, self.cfg, ts_tol)
+            self.check_flowlabel(action, conn, actual)
+            actual_time = self.clock.to_script(stamp)
+            problem = self.check_time(event, timed, actual_time, prev)
+            if problem:
+                raise RuntimeFailure(problem)
+        except RuntimeFailure as err:
+            text = (f"{'warning' if self.cfg.non_fatal_packet else 'error'} handling packet: "
+                    f"{err.text}")
+            expected_line = f"script packet: {secs(timed.start):9.6f} " \
+                            f"{self.script_dump(action, expected)}"
+            actual_line = f"actual packet: {secs(self.clock.to_script(stamp)):9.6f} {dump(mapped)}"
+            failure = RuntimeFailure(f"{self.script.path}:{event.line}: {text}\n{expected_line}\n"
+                                     f"{actual_line}", event.line, expected_line, actual_line)
+            if not self.cfg.non_fatal_packet:
+                raise failure from None
+            self.warnings.append(failure.text)
+            print(failure.text, file=sys.stderr, flush=True)
+
+    def check_flowlabel(self, action: PacketEvent, conn: Conn, actual: Packet) -> None:
+        label = action.ip_info.flowlabel
+        if not label or actual.inner_ip.version != 6:
+            return
+        live = actual.inner_ip.flowlabel
+        if not live:
+            raise RuntimeFailure("flowlabel unmarked in the live packet")
+        if label in conn.flowlabels:
+            if conn.flowlabels[label] != live:
+                raise RuntimeFailure("inconsistent flowlabels for this packet: expected: "
+                                     f"0x{conn.flowlabels[label]:x} vs actual: 0x{live:x}")
+        elif live in conn.flowlabels.values():
+            raise RuntimeFailure("expected a different flowlabel but got the same")
+        conn.flowlabels[label] = live

@@ -1,0 +1,37 @@
+"""Mutable state of one script run shared by the runtime and the system-call executor."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from .clock import Clock
+from .config import Config
+from .conn import Conn
+
+
+@dataclass
+class FdEntry:
+    """A script fd label bound to a live fd (and, for sockets, its connection)."""
+
+    live: int
+    conn: Conn | None = None
+
+
+@dataclass
+class State:
+    cfg: Config
+    clock: Clock
+    ephemeral_port: int = 0
+    fds: dict[int, FdEntry] = field(default_factory=dict)
+    sut: Conn | None = None                   # the "socket under test" (§7.9)
+    conns: list[Conn] = field(default_factory=list)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    keep_alive: list[object] = field(default_factory=list)   # send buffers (--send_omit_free)
+
+    def new_conn(self, proto: int) -> Conn:
+        conn = Conn(proto)
+        with self.lock:
+            self.conns.append(conn)
+            self.sut = conn
+        return conn

@@ -1,0 +1,133 @@
+"""C04/C05 · calico IPIP: the nexthop of a ``tunl0`` route must be the peer's underlay IP
+(``onlink``), and a gateway outside every connected prefix needs ``onlink`` to be accepted.
+
+C04 field story (report 003, lines 5353–5396): five hosts 192.168.3.110–114, one calico
+/26 per host, IPIP through the fallback device ``tunl0`` (no remote: NBMA). On host .112
+the route to the other block was ``10.122.17.64/26 via 10.122.127.128 dev tunl0`` — an
+*overlay* address as gateway. The ICMP request arrived, but "the reply was never
+IPIP-encapsulated and sent out eth1". Replacing it with ``via 192.168.3.110 dev tunl0
+onlink`` made it work. Mechanism: an NBMA ipip device takes the outer destination from the
+route's nexthop; with an overlay (here: local) gateway the encapsulated reply is addressed
+to the host itself and never reaches the wire.
+
+C05 (003, 5393–5396): tunl0 (and flannel.1) carry a /32, so no gateway is on a connected
+prefix: without ``onlink`` the kernel refuses the route ("a gateway outside the local
+subnets is considered unreachable"); ``onlink`` skips that check. A host-gw style route via
+a gateway on a connected subnet needs no ``onlink``.
+
+Oracles (asserted): with the overlay gateway, requests arrive IPIP-encapsulated on the
+replying host's underlay but no IPIP packet leaves it and the ping fails (the broken
+variant); with ``via <underlay> onlink`` ping works and the captured reply is IPIP from
+192.168.3.112 to 192.168.3.110 carrying 10.122.127.128 → 10.122.17.64. Without ``onlink``
+the route add fails with *some* netlink error — errno and iproute2's message differ per
+kernel and are recorded (``record_testsuite_property``, which JUnit xunit2 keeps), not
+hard-coded — and with ``onlink`` the route is accepted and shown as ``onlink``. The C05
+part also runs on a /32 VXLAN device, so it needs no ipip module.
+"""
+
+import pytest
+from pyroute2.netlink.exceptions import NetlinkError
+from scapy.layers.inet import ICMP, IP
+
+from netns import Namespace
+from netns.topology import Bridge, Existing, Iface, Ipip, Route, Topology, Veth
+from netns.traffic import ping
+
+H110, H112 = "192.168.3.110", "192.168.3.112"
+POD110, POD112 = "10.122.17.64", "10.122.127.128"  # tunl0 addresses (first IP of each block)
+BLOCK110, BLOCK112 = "10.122.17.64/26", "10.122.127.128/26"
+FB_SYSCTL = "/proc/sys/net/core/fb_tunnels_only_for_init_net"
+
+
+def fallback_in_new_namespaces() -> bool:
+    """Does the kernel create ``tunl0`` in new namespaces? (sysctl absent before 4.17: yes)."""
+    try:
+        with open(FB_SYSCTL, encoding="ascii") as f:
+            return f.read().strip() == "0"
+    except FileNotFoundError:
+        return True
+
+
+def tunl0(host: str, addr: str) -> Existing | Ipip:
+    """The host's ``tunl0``: the kernel's fallback device where it exists, otherwise an
+    equivalent NBMA ipip device of the same name (fb_tunnels_only_for_init_net=1)."""
+    iface = Iface(host, "tunl0", (f"{addr}/32",))
+    return Existing(iface) if fallback_in_new_namespaces() else Ipip(iface)
+
+
+def calico_ipip(gateway_112: str, onlink_112: bool) -> Topology:
+    """h110 and h112 on one underlay bridge, each with tunl0 up; h112's route back to
+    h110's block goes via *gateway_112*."""
+    return Topology(
+        name="calico_ipip",
+        hosts={"sw": {}, "h110": {}, "h112": {}},
+        links=(Veth(Iface("h110", "eth0", (f"{H110}/24",)), Iface("sw", "p110")),
+               Veth(Iface("h112", "eth0", (f"{H112}/24",)), Iface("sw", "p112")),
+               Bridge(Iface("sw", "br0"), ports=("p110", "p112")),
+               tunl0("h110", POD110), tunl0("h112", POD112)),
+        routes=(Route("h110", BLOCK112, via=H112, dev="tunl0", onlink=True),
+                Route("h112", BLOCK110, via=gateway_112, dev="tunl0", onlink=onlink_112)),
+    )
+
+
+@pytest.mark.needs("ipip")
+@pytest.mark.parametrize("nexthop", ["underlay_onlink", "overlay_gateway"])
+def test_c04_ipip_reply_needs_underlay_nexthop(topology, nexthop: str) -> None:
+    if nexthop == "underlay_onlink":
+        net = topology(calico_ipip(H110, onlink_112=True))
+    else:  # the report's broken route: accepted without onlink (the gateway is local)
+        net = topology(calico_ipip(POD112, onlink_112=False))
+    with net["h112"].capture("eth0", "ip proto 4") as cap:
+        replied = ping(net["h110"], POD112, count=2, wait=1)
+    requests = [p for p in cap.packets if p[IP].src == H110]
+    from_112 = [p for p in cap.packets if p[IP].src == H112]
+    assert len(requests) == 2  # the requests always arrive encapsulated
+    if nexthop == "underlay_onlink":
+        assert replied
+        assert len(from_112) == 2
+        for pkt in from_112:
+            inner = pkt[IP].payload
+            assert pkt[IP].dst == H110 and pkt[IP].proto == 4
+            assert (inner.src, inner.dst, inner[ICMP].type) == (POD112, POD110, 0)
+    else:
+        assert not replied
+        assert from_112 == [], "a reply was encapsulated despite the overlay gateway"
+
+
+def _slash32_device(ns: Namespace, kind: str) -> str:
+    """A /32-addressed overlay device like tunl0 or flannel.1, plus a connected underlay."""
+    ns.add_veth("eth0", ns, "eth0p")
+    ns.add_address("eth0", f"{H112}/24")
+    ns.link("eth0").up()
+    ns.link("eth0p").up()
+    if kind == "tunl0":
+        if "tunl0" not in ns.links():
+            ns.add_ipip("tunl0")
+        dev = "tunl0"
+    else:
+        dev = ns.add_vxlan("flannel.1", 1, dstport=8472, learning=False).name
+    ns.add_address(dev, f"{POD112}/32")
+    ns.link(dev).up()
+    return dev
+
+
+@pytest.mark.parametrize("kind", [pytest.param("tunl0", marks=pytest.mark.needs("ipip")),
+                                  pytest.param("flannel.1", marks=pytest.mark.needs("vxlan"))])
+def test_c05_gateway_outside_connected_prefixes_needs_onlink(ns: Namespace,
+                                                             record_testsuite_property,
+                                                             kind: str) -> None:
+    dev = _slash32_device(ns, kind)
+    with pytest.raises(NetlinkError) as refused:
+        ns.add_route(BLOCK110, via=H110, dev=dev)
+    cli = ns.run(["ip", "route", "add", BLOCK110, "via", H110, "dev", dev], check=False)
+    assert not cli.ok
+    refusal = (f"errno {refused.value.code} ({refused.value.args[1]}); "
+               f"iproute2: {cli.stderr.strip()}")
+    record_testsuite_property(f"c05_refusal[{kind}]", refusal)
+    print(f"C05 {dev}: {refusal}")
+    ns.add_route(BLOCK110, via=H110, dev=dev, onlink=True)
+    shown = ns.run(["ip", "route", "show", BLOCK110]).stdout
+    assert f"via {H110} dev {dev}" in shown and "onlink" in shown
+    # host-gw: a gateway on a connected subnet is accepted without onlink.
+    ns.add_route("10.122.18.0/24", via=H110, dev="eth0")
+    assert "onlink" not in ns.run(["ip", "route", "show", "10.122.18.0/24"]).stdout

@@ -1,0 +1,139 @@
+"""C07 · The fallback device ``tunl0``: in every new namespace, undeletable, renamable, and
+the catch-all for IPIP only while it is up.
+
+Field story (report 003, lines 6705–6716): "the tunl0 calico creates is a tunnel, visible
+with ``ip tunnel show``; it cannot be cleaned up, only a reboot removes it". The workaround
+quoted is ``ip link set dev tunl0 name tunl0_fallback``.
+
+Mechanism: loading ``ipip`` makes the kernel create the fallback device ``tunl0`` (remote
+any, local any) in every network namespace — unless ``net.core.fb_tunnels_only_for_init_net``
+(root namespace only; 0: every namespace, 1: only the initial one) says otherwise. The
+fallback is owned by the module's per-namespace state, so ``ip link del`` refuses or
+ignores it, but a rename is an ordinary link change. Received IPIP that matches no
+configured tunnel is handed to the fallback only while it is IFF_UP; otherwise the tunnel4
+layer answers with ICMP destination unreachable.
+
+Oracles (asserted): ``tunl0`` exists in a new namespace iff the sysctl is 0 (read on the
+host; both values are set in a matrix VM guest, which is thrown away); after a delete
+attempt the device still exists (the error, if any, is recorded — it differs between
+kernels); the rename succeeds and keeps the ifindex; an IPIP packet from a source no tunnel
+knows raises tunl0's rx_packets when it is up, and when it is down (the broken variant)
+tunl0 stays at 0 and the receiver sends ICMP destination unreachable instead.
+"""
+
+import sys
+from collections.abc import Iterator
+
+import pytest
+from pyroute2.netlink.exceptions import NetlinkError
+from scapy.layers.inet import ICMP, IP
+
+from netns import Namespace
+from netns.features import in_netregress_vm
+from netns.softnet import GUEST_ONLY, GlobalSysctls
+from netns.topology import Network
+from netns.traffic import poll_until
+
+pytestmark = pytest.mark.needs("ipip")  # the probe also loads the module in a VM guest
+
+FB = "net.core.fb_tunnels_only_for_init_net"
+
+
+def current_fb_value() -> int:
+    try:
+        with open("/proc/sys/" + FB.replace(".", "/"), encoding="ascii") as f:
+            return int(f.read())
+    except FileNotFoundError:  # before 4.17: always in every namespace
+        return 0
+
+
+@pytest.mark.parametrize("value", ["current", 0, 1])
+def test_c07_tunl0_in_new_namespaces_follows_fb_sysctl(value) -> None:
+    if value != "current" and not in_netregress_vm():
+        pytest.skip(GUEST_ONLY.format(knob=FB))
+    knobs = {} if value == "current" else {FB: value}
+    with GlobalSysctls(knobs):
+        effective = current_fb_value()
+        with Namespace("c07") as ns:
+            present = "tunl0" in ns.links()
+    print(f"C07 {FB}={effective}: tunl0 in a new namespace: {present}")
+    assert present == (effective == 0)
+
+
+@pytest.fixture
+def with_fallback() -> Iterator[Namespace]:
+    """A new namespace that has the kernel's tunl0 (setting the sysctl only in a guest)."""
+    if current_fb_value() == 0:
+        knobs = {}
+    elif in_netregress_vm():
+        knobs = {FB: 0}
+    else:
+        pytest.skip(f"{FB}={current_fb_value()} on this host: new namespaces get no tunl0, "
+                    f"and {GUEST_ONLY.format(knob=FB)}")
+    with GlobalSysctls(knobs):
+        ns = Namespace("c07")
+    with ns:
+        assert "tunl0" in ns.links()
+        yield ns
+
+
+def _try_delete(ns: Namespace, ifname: str) -> str:
+    """Attempt ``ip link del``; the kernel's answer (error or silence) differs by version."""
+    try:
+        ns.link(ifname).delete()
+        return "no error (ignored)"
+    except NetlinkError as exc:
+        return f"errno {exc.code} ({exc.args[1]})"
+
+
+def test_c07_tunl0_cannot_be_deleted_but_can_be_renamed(with_fallback: Namespace,
+                                                        record_testsuite_property) -> None:
+    ns = with_fallback
+    index = ns.link("tunl0").index
+    outcome = _try_delete(ns, "tunl0")
+    record_testsuite_property("c07_delete_tunl0", outcome)
+    print(f"C07 delete tunl0: {outcome}")
+    assert "tunl0" in ns.links(), "the fallback tunl0 was deleted"
+    ns.link("tunl0").down().rename("tunl0_fallback")
+    assert "tunl0" not in ns.links()
+    assert ns.link("tunl0_fallback").index == index
+    _try_delete(ns, "tunl0_fallback")  # still the fallback under its new name
+    assert "tunl0_fallback" in ns.links()
+
+
+_SEND_IPIP = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_IPIP)
+for _ in range(int(sys.argv[3])):
+    s.sendto(bytes.fromhex(sys.argv[2]), (sys.argv[1], 0))
+"""
+
+
+@pytest.mark.parametrize("state", ["up", "down"])
+def test_c07_tunl0_catches_unmatched_ipip_only_while_up(veth_pair: Network, state: str
+                                                        ) -> None:
+    a, b = veth_pair["a"], veth_pair["b"]
+    if "tunl0" not in b.links():
+        pytest.skip(f"{FB}={current_fb_value()}: no fallback tunl0 in new namespaces")
+    if state == "up":
+        b.link("tunl0").up()
+    inner = bytes(IP(src="10.7.0.9", dst="10.0.0.2") / ICMP(id=7, seq=1) / b"c07")
+    count = 3
+    rx_before = b.link("tunl0").stats()["rx_packets"]
+
+    def received() -> int:
+        return b.link("tunl0").stats()["rx_packets"] - rx_before
+
+    with b.nstat() as delta, a.capture("eth0", "icmp") as cap:
+        # The kernel adds the outer header (protocol 4): 10.0.0.1 → 10.0.0.2.
+        a.run([sys.executable, "-c", _SEND_IPIP, "10.0.0.2", inner.hex(), str(count)])
+        if state == "up":
+            assert poll_until(lambda: received() >= count, timeout=5), received()
+        else:
+            unreachable = cap.wait_for(lambda p: p[ICMP].type == 3)
+    if state == "up":
+        assert received() == count
+    else:
+        assert received() == 0
+        assert unreachable and unreachable[0][IP].src == "10.0.0.2"
+        assert delta["IcmpOutDestUnreachs"] >= 1

@@ -1,0 +1,105 @@
+"""C08/C09 · flannel-style VXLAN data path, and the blackhole without an FDB entry.
+
+Field story (report 003, lines 6024–6343 and 6064–6129): flannel builds, per node, a
+``cni0`` bridge for the pods and a ``flannel.1`` VXLAN device (``vxlan id 1 … dstport 8472
+nolearning``, MTU 1450, a /32 address). A remote pod subnet is routed ``via <remote
+flannel.1 /32> dev flannel.1 onlink``; flanneld adds a permanent neighbour entry (remote
+VTEP MAC) and an FDB entry mapping that MAC to the remote node's underlay IP. The report
+walks a ping through tcpdump: TTL 64 in the pod, 63 on flannel.1, 62 at the remote pod;
+outer UDP to port 8472 (tcpdump calls it OTV), instance (VNI) 1; SYN ``mss 1410``.
+
+Mechanism: with ``nolearning`` the VXLAN device learns nothing from received packets;
+encapsulation only works through the static FDB entry. Without it (C09) the device has no
+destination for the VTEP MAC and drops the frame (``tx_dropped``): a silent blackhole.
+
+Oracles (asserted): inner TTL exactly −2 across the overlay; outer UDP dport 8472 with
+VNI 1, inner MACs = VTEP MACs, outer TTL 64 (``ttl auto`` on a direct underlay); SYN and
+SYN-ACK MSS 1410 (1450 − 40) and the TCP exchange completes; ``bridge fdb show dev
+flannel.1`` holds only the static entry after traffic (nothing learned). The broken
+variant (C09, ``static_fdb=False``): the ping fails, nothing leaves on 8472, flannel.1
+counts tx_dropped — and adding the FDB entries by hand repairs it.
+"""
+
+import pytest
+from scapy.layers.inet import ICMP, IP, TCP, UDP
+from scapy.layers.l2 import Ether
+from scapy.layers.vxlan import VXLAN
+from scapy.packet import bind_layers
+
+from netns.topology import Network, shapes
+from netns.traffic import TcpEchoServer, ping, tcp_echo
+
+bind_layers(UDP, VXLAN, dport=shapes.FLANNEL_PORT)
+
+POD3, POD4 = shapes.pod_ip(3), shapes.pod_ip(4)
+_NUD_PERMANENT = 0x80
+
+
+@pytest.fixture
+def flannel(topology) -> Network:
+    return topology(shapes.flannel_vxlan())
+
+
+def _echo(pkts: list, icmp_type: int) -> list:
+    return [p for p in pkts if ICMP in p and p[ICMP].type == icmp_type]
+
+
+def test_c08_inner_ttl_drops_by_two_across_the_overlay(flannel: Network) -> None:
+    with flannel["pod3"].capture("eth0", "icmp") as sent, \
+            flannel["pod4"].capture("eth0", "icmp") as received:
+        assert ping(flannel["pod3"], POD4, count=2)
+    ttl_sent = [p[IP].ttl for p in _echo(sent.packets, 8)]
+    ttl_received = [p[IP].ttl for p in _echo(received.packets, 8)]
+    assert len(ttl_sent) == len(ttl_received) == 2
+    # Two routing hops (h3: cni0 → flannel.1, h4: flannel.1 → cni0), nothing else.
+    assert [s - r for s, r in zip(ttl_sent, ttl_received)] == [2, 2]
+
+
+def test_c08_outer_header_is_udp_8472_vni_1_between_vteps(flannel: Network) -> None:
+    with flannel["sw"].capture("u3", f"udp port {shapes.FLANNEL_PORT}") as wire:
+        assert ping(flannel["pod3"], POD4, count=1)
+    outbound = [p for p in wire.packets if VXLAN in p and p[IP].src == shapes.underlay_ip(3)]
+    assert outbound, f"no VXLAN packet from h3 on the underlay: {wire.packets}"
+    for pkt in outbound:
+        assert pkt[UDP].dport == shapes.FLANNEL_PORT
+        assert pkt[VXLAN].vni == shapes.FLANNEL_VNI
+        assert pkt[IP].dst == shapes.underlay_ip(4)
+        assert pkt[IP].ttl == 64
+        inner = pkt[VXLAN][Ether]
+        assert (inner.src, inner.dst) == (shapes.VTEP_MAC[3], shapes.VTEP_MAC[4])
+        assert inner[IP].src == POD3 and inner[IP].dst == POD4
+
+
+def test_c08_syn_mss_is_1410_and_tcp_works(flannel: Network) -> None:
+    with TcpEchoServer(flannel["pod4"], POD4, 8080), \
+            flannel["pod4"].capture("eth0", "tcp[tcpflags] & tcp-syn != 0") as cap:
+        assert tcp_echo(flannel["pod3"], POD4, 8080).ok
+    syns = [p for p in cap.packets if TCP in p]
+    mss = {(p[IP].src, dict(p[TCP].options).get("MSS")) for p in syns}
+    assert mss == {(POD3, shapes.FLANNEL_MTU - 40), (POD4, shapes.FLANNEL_MTU - 40)}
+
+
+def test_c08_nolearning_leaves_only_the_static_fdb_entry(flannel: Network) -> None:
+    assert ping(flannel["pod3"], POD4, count=2)
+    for n, peer in ((3, 4), (4, 3)):
+        entries = flannel[f"h{n}"].fdb("flannel.1")
+        assert [(e["lladdr"], e["dst"]) for e in entries] == \
+            [(shapes.VTEP_MAC[peer], shapes.underlay_ip(peer))]
+        assert entries[0]["state"] & _NUD_PERMANENT
+        shown = flannel[f"h{n}"].run(["bridge", "fdb", "show", "dev", "flannel.1"]).stdout
+        assert f"dst {shapes.underlay_ip(peer)}" in shown
+
+
+def test_c09_without_fdb_entry_traffic_is_blackholed(topology) -> None:
+    """Broken variant: the oracle above fails without flanneld's FDB entry."""
+    net = topology(shapes.flannel_vxlan(static_fdb=False))
+    dropped_before = net["h3"].link("flannel.1").stats()["tx_dropped"]
+    with net["sw"].capture("u3", f"udp port {shapes.FLANNEL_PORT}") as wire:
+        assert not ping(net["pod3"], POD4, count=1, wait=1)
+    assert wire.packets == [], "something left on 8472 without an FDB entry"
+    assert net["h3"].link("flannel.1").stats()["tx_dropped"] > dropped_before
+    assert net["h3"].fdb("flannel.1") == []
+    # The repair flanneld performs: the FDB entry on both nodes.
+    for n, peer in ((3, 4), (4, 3)):
+        net[f"h{n}"].add_fdb("flannel.1", shapes.VTEP_MAC[peer], shapes.underlay_ip(peer))
+    assert ping(net["pod3"], POD4, count=1)

@@ -1,0 +1,133 @@
+"""C10/C11 · Firewalls on the flannel path: FORWARD policy DROP, and REJECT admin-prohibited.
+
+C10 field story (report 003, lines 6372–6405): "Starting from Docker 1.13 default iptables
+policy for FORWARDING is DROP". flannel.1 on the receiving node gets the packets, cni0
+never does; ``iptables -P FORWARD ACCEPT`` fixes it (flannel later learned to do that
+itself: "Changing default FORWARD chain policy to ACCEPT"). Mechanism: cross-node pod
+traffic is *routed* from flannel.1 to cni0, so it always traverses FORWARD. Traffic bridged
+inside one bridge only meets iptables when br_netfilter is active and
+``net.bridge.bridge-nf-call-iptables=1`` (per namespace since 5.3).
+
+Oracles (asserted): with policy DROP on the receiving node the ping fails, a capture on
+its flannel.1 shows the decapsulated echo request while one on cni0 shows nothing, and the
+FORWARD policy counter grows; with ACCEPT (the fix) both captures see it and ping works.
+br_netfilter: with bridge-nf-call-iptables=1 a FORWARD DROP policy in the bridge's namespace
+blocks bridged pod-to-pod traffic; with 0 the same rules are bypassed.
+
+C11 field story (003, 6349–6370): pinging another node's flannel IP fails; the peer's
+capture shows "icmp unreachable - admin prohibited"; firewalld had wiped docker's chains.
+Mechanism: a reject with ``admin-prohibited`` (iptables' REJECT target and nftables'
+``reject``, which firewalld's nftables backend uses, share nf_reject_ipv4) selects ICMP
+type 3 code 13.
+Oracle: the sender receives type 3 code 13 from the peer and counts IcmpInDestUnreachs;
+without the rule, echo replies come back.
+
+Every rule lives in a test namespace; the broken variants are the DROP/REJECT/nf-call=1
+parameters, which assert the opposite outcome of their fixed twins.
+"""
+
+import re
+
+import pytest
+from scapy.layers.inet import ICMP, IP
+
+from netns import Namespace, cmd
+from netns.features import in_netregress_vm
+from netns.topology import shapes
+from netns.traffic import ping
+
+
+def _forward_policy_packets(ns: Namespace) -> int:
+    head = ns.run(["iptables", "-w", "-L", "FORWARD", "-v", "-n", "-x"]).stdout.splitlines()[0]
+    match = re.search(r"policy \w+ (\d+) packets", head)
+    assert match, f"unexpected iptables header: {head!r}"
+    return int(match[1])
+
+
+@pytest.mark.needs("iptables")
+@pytest.mark.parametrize("policy", ["DROP", "ACCEPT"])
+def test_c10_forward_policy_between_flannel_and_cni0(topology, policy: str) -> None:
+    net = topology(shapes.flannel_vxlan())
+    h4 = net["h4"]
+    h4.run(["iptables", "-w", "-P", "FORWARD", policy])
+    before = _forward_policy_packets(h4)
+    echo = "icmp[icmptype] = icmp-echo"
+    with h4.capture("flannel.1", echo) as on_vxlan, h4.capture("cni0", echo) as on_bridge:
+        reached = ping(net["pod3"], shapes.pod_ip(4), count=1, wait=1)
+    assert len(on_vxlan.packets) == 1  # decapsulated on the receiving node in both cases
+    if policy == "DROP":
+        assert not reached
+        assert on_bridge.packets == []
+        assert _forward_policy_packets(h4) > before
+    else:
+        assert reached
+        assert len(on_bridge.packets) == 1
+
+
+def _load_in_guest(module: str) -> None:
+    """Load *module* up front inside a matrix VM guest (a throw-away machine), where the
+    kernel's own module autoloading is not reliable; never on a host."""
+    if in_netregress_vm():
+        cmd(["modprobe", module], check=False)
+
+
+def _bridge_netfilter(ns: Namespace) -> None:
+    """Skip unless bridge-nf sysctls exist in *ns* (br_netfilter built in or loaded)."""
+    _load_in_guest("br_netfilter")
+    if not ns.run(["test", "-d", "/proc/sys/net/bridge"], check=False).ok:
+        pytest.skip("br_netfilter is not loaded (no /proc/sys/net/bridge in the namespace); "
+                    "netregress loads kernel modules only inside matrix VM guests")
+
+
+@pytest.mark.needs("iptables")
+@pytest.mark.parametrize("call_iptables", [1, 0])
+def test_c10_br_netfilter_sends_bridged_traffic_through_forward(topology,
+                                                                 call_iptables: int) -> None:
+    net = topology(shapes.bridged(2))
+    sw = net["sw"]
+    _bridge_netfilter(sw)
+    sw.set_sysctls({"net.bridge.bridge-nf-call-iptables": call_iptables})
+    sw.run(["iptables", "-w", "-P", "FORWARD", "DROP"])
+    before = _forward_policy_packets(sw)
+    reached = ping(net["h1"], "10.0.1.2", count=1, wait=1)
+    if call_iptables:
+        assert not reached
+        assert _forward_policy_packets(sw) > before
+    else:
+        assert reached
+        assert _forward_policy_packets(sw) == before
+
+
+# firewalld's nftables backend rejects with admin-prohibited; native nft needs no xt
+# compatibility modules (a fresh VM guest has no ip_tables/ipt_REJECT loaded).
+FIREWALLD_LIKE_REJECT = """
+table inet c11 {
+    chain input {
+        type filter hook input priority 0;
+        icmp type echo-request reject with icmp type admin-prohibited
+    }
+}
+"""
+
+
+@pytest.mark.needs("nftables")
+@pytest.mark.parametrize("firewall", ["reject-admin-prohibited", "none"])
+def test_c11_reject_admin_prohibited_reaches_the_sender(topology, firewall: str) -> None:
+    net = topology(shapes.flannel_vxlan())
+    h3, h4 = net["h3"], net["h4"]
+    target = "172.19.4.0"  # h4's flannel.1 address, as in the report
+    if firewall != "none":
+        _load_in_guest("nft_reject_inet")
+        h4.run(["nft", "-f", "-"], input=FIREWALLD_LIKE_REJECT)
+    with h3.nstat() as delta, h3.capture("flannel.1", "icmp") as cap:
+        replied = ping(h3, target, count=1, wait=2)
+    errors = [(p[IP].src, p[ICMP].type, p[ICMP].code) for p in cap.packets
+              if p[ICMP].type == 3]
+    if firewall != "none":
+        assert not replied
+        assert errors == [(target, 3, 13)]
+        assert delta["IcmpInDestUnreachs"] >= 1
+    else:
+        assert replied
+        assert errors == []
+        assert delta["IcmpInDestUnreachs"] == 0

@@ -1,0 +1,91 @@
+"""C13 · veth TX checksum offload behind a user-space forwarder: bad checksums, dead TCP.
+
+Field story (report 002, lines 197–211): a namespace's veth was a port of an OVS-DPDK
+``netdev`` bridge; ssh into the VMs only worked after ``ip netns exec … ethtool -K veth-ns
+tx off``. Report 003's captures show the same artefact as ``cksum … (incorrect -> …)``.
+
+Mechanism: with TX checksum offload on, the kernel leaves TCP/UDP checksums to "the
+hardware": a veth hands the skb over as CHECKSUM_PARTIAL and the checksum field holds only
+the pseudo-header seed. Inside the kernel that is fine, but a user-space datapath reading
+frames through AF_PACKET and re-injecting them (like OVS-DPDK's netdev datapath without
+honouring the offload metadata) forwards a wrong checksum, and the receiver drops it.
+
+Emulation: ``a`` ─veth─ ``fwd`` ─veth─ ``b``, where ``fwd`` runs a tiny AF_PACKET bridge in
+Python (no bridge device, no kernel forwarding).
+
+Oracle (asserted): with offload on (the broken variant), the receiver's TcpInCsumErrors
+grows and the TCP exchange does not complete; with ``tx off`` on both senders' veths the
+exchange completes and TcpInCsumErrors does not move. Never assert checksum validity on a
+TX-side capture: tcpdump sees the unfinished checksum there.
+"""
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+
+from netns import Namespace, counters
+from netns.errors import NetregressError
+from netns.traffic import TcpEchoServer, poll_until, tcp_client_argv, tcp_echo
+
+FORWARDER = textwrap.dedent("""
+    import select, socket, sys
+    ETH_P_ALL, PACKET_OUTGOING = 3, 4
+    socks = []
+    for name in sys.argv[1:3]:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        s.bind((name, 0))
+        socks.append(s)
+    peer = {socks[0]: socks[1], socks[1]: socks[0]}
+    print("ready", flush=True)
+    while True:
+        for s in select.select(socks, [], [])[0]:
+            frame, addr = s.recvfrom(65535)
+            if addr[2] != PACKET_OUTGOING:  # not our own transmissions
+                peer[s].send(frame)
+""")
+
+
+@pytest.fixture
+def forwarded(ns_factory) -> Iterator[tuple[Namespace, Namespace]]:
+    """Hosts a (10.0.0.1) and b (10.0.0.2), joined only by the user-space forwarder."""
+    a, fwd, b = ns_factory("a"), ns_factory("fwd"), ns_factory("b")
+    a.add_veth("eth0", fwd, "to_a")
+    b.add_veth("eth0", fwd, "to_b")
+    a.add_address("eth0", "10.0.0.1/24")
+    b.add_address("eth0", "10.0.0.2/24")
+    for host, ifname in ((a, "eth0"), (b, "eth0"), (fwd, "to_a"), (fwd, "to_b")):
+        host.link(ifname).up()
+    proc = fwd.spawn([sys.executable, "-c", FORWARDER, "to_a", "to_b"],
+                     stdout=subprocess.PIPE)
+    assert proc.popen.stdout is not None
+    if proc.popen.stdout.readline().strip() != b"ready":
+        raise NetregressError("the AF_PACKET forwarder did not start")
+    yield a, b
+    proc.stop()
+
+
+@pytest.mark.parametrize("tx_offload", ["on", "off"])
+def test_c13_veth_tx_csum_offload_through_userspace_forwarder(forwarded, tx_offload: str
+                                                              ) -> None:
+    a, b = forwarded
+    if tx_offload == "off":
+        for host in (a, b):
+            host.link("eth0").offload(tx=False)
+    with TcpEchoServer(b, "10.0.0.2", 8080), b.nstat() as delta:
+        if tx_offload == "off":
+            assert tcp_echo(a, "10.0.0.2", 8080).ok
+        else:
+            client = a.spawn(tcp_client_argv("10.0.0.2", 8080, 10, "c13"))
+            assert poll_until(lambda: counters.snapshot(b)["TcpInCsumErrors"] >
+                              delta.before["TcpInCsumErrors"], timeout=10), \
+                "no checksum error at the receiver with offload on"
+            assert client.running(), "the connection should hang, not finish"
+            client.stop()
+    if tx_offload == "off":
+        assert delta["TcpInCsumErrors"] == 0
+    else:
+        assert delta["TcpInCsumErrors"] >= 1
+        assert b.ss("state established") == []

@@ -1,0 +1,168 @@
+"""The kernel build pipeline's own parts, on real files, real `patch`, `make`, `tar` and apt.
+
+The kernel build itself (tens of minutes) is proven by scripts/build-kernel and the
+re-introduced-bug check, not here; these tests cover every decision around it.
+"""
+
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from kernels.build import config, make
+from kernels.build.builder import BuildRequest
+from kernels.build.c01 import PACKAGE, PATCH
+from kernels.build.patches import Patch, sync_patches
+from kernels.build.source import (
+    USR_SRC,
+    SourceTree,
+    debian_tarball,
+    extract_tarball,
+    git_tree,
+    is_kernel_tree,
+)
+from kernels.errors import KernelsError
+
+
+def fake_tree(root: Path) -> Path:
+    """The files is_kernel_tree() looks at: enough for the checks, not a kernel."""
+    (root / "arch/x86/configs").mkdir(parents=True)
+    (root / "kernel/configs").mkdir(parents=True)
+    (root / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 1\n")
+    (root / "Kconfig").write_text("")
+    return root
+
+
+def test_kernel_tree_detection(tmp_path: Path) -> None:
+    assert not is_kernel_tree(tmp_path)
+    assert is_kernel_tree(fake_tree(tmp_path / "linux"))
+
+
+def test_git_tree_refuses_non_kernel_and_built_in_place(tmp_path: Path) -> None:
+    with pytest.raises(KernelsError, match="no such directory"):
+        git_tree(tmp_path / "missing")
+    with pytest.raises(KernelsError, match="is not a kernel source tree"):
+        git_tree(tmp_path)
+    tree = fake_tree(tmp_path / "linux")
+    assert git_tree(tree).id.startswith("tree-linux-")
+    (tree / ".config").write_text("")
+    with pytest.raises(KernelsError, match="mrproper"):
+        git_tree(tree)
+
+
+def test_debian_package_errors() -> None:
+    with pytest.raises(KernelsError, match="not a Debian kernel source package name"):
+        debian_tarball("linux-image-6.1")
+    with pytest.raises(KernelsError, match="no such source package: linux-source-0.1"):
+        debian_tarball("linux-source-0.1")
+
+
+def test_extract_tarball_replaces_dest(tmp_path: Path) -> None:
+    src = tmp_path / "linux-source-9.9"
+    src.mkdir()
+    (src / "Makefile").write_text("VERSION = 9\n")
+    tarball = tmp_path / "linux-source-9.9.tar.xz"
+    with tarfile.open(tarball, "w:xz") as archive:
+        archive.add(src, arcname=src.name)
+    dest = tmp_path / "cache/tree"
+    dest.mkdir(parents=True)
+    (dest / "stale").write_text("from an interrupted run")
+    extract_tarball(tarball, dest)
+    assert sorted(p.name for p in dest.iterdir()) == ["Makefile"]
+    assert not dest.with_name("tree.partial").exists()
+
+
+def test_patches_switch_and_revert(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "f.c").write_text("a\nb\nc\n")
+    one = Patch("one.patch", "--- a/f.c\n+++ b/f.c\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n")
+    two = Patch("two.patch", "--- a/f.c\n+++ b/f.c\n@@ -1,3 +1,3 @@\n-a\n+A\n b\n c\n")
+    record = tmp_path / "applied.json"
+    said: list[str] = []
+    sync_patches(tree, record, [one], said.append)
+    assert (tree / "f.c").read_text() == "a\nB\nc\n"
+    sync_patches(tree, record, [two], said.append)
+    assert (tree / "f.c").read_text() == "A\nb\nc\n"
+    sync_patches(tree, record, [], said.append)
+    assert (tree / "f.c").read_text() == "a\nb\nc\n"
+    assert said == ["applying one.patch", "reverting one.patch", "applying two.patch", "reverting two.patch"]
+
+
+def test_patch_that_does_not_fit_leaves_tree_untouched(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "f.c").write_text("x\ny\n")
+    bad = Patch("bad.patch", "--- a/f.c\n+++ b/f.c\n@@ -1,2 +1,2 @@\n-q\n+Q\n y\n")
+    with pytest.raises(KernelsError, match="cannot apply bad.patch"):
+        sync_patches(tree, tmp_path / "applied.json", [bad], lambda _: None)
+    assert (tree / "f.c").read_text() == "x\ny\n"
+    assert not (tmp_path / "applied.json").exists()
+
+
+def test_patch_read_rejects_non_diff(tmp_path: Path) -> None:
+    path = tmp_path / "notes.patch"
+    path.write_text("just words\n")
+    with pytest.raises(KernelsError, match="not a unified diff"):
+        Patch.read(path)
+
+
+def test_allconfig_order_and_missing_built_ins(tmp_path: Path) -> None:
+    tree = fake_tree(tmp_path / "linux")
+    (tree / config.BASES[0]).write_text("CONFIG_A=y\n")
+    fragment = tmp_path / "ours.config"
+    fragment.write_text("CONFIG_B=y\nCONFIG_C=y\n# CONFIG_D is not set\n")
+    text = config.allconfig(tree, [fragment])
+    assert text.index("CONFIG_A=y") < text.index("CONFIG_B=y")
+    final = tmp_path / ".config"
+    final.write_text("CONFIG_A=y\nCONFIG_B=y\nCONFIG_C=m\n")
+    assert config.missing_built_ins([fragment], final) == ["CONFIG_C"]
+
+
+def test_netregress_fragment_is_well_formed() -> None:
+    """Only `=y` and `is not set` lines: a `=m` would need a module loader the VM init lacks."""
+    for line in config.FRAGMENT.read_text().splitlines():
+        if not line or (line.startswith("#") and not line.startswith("# CONFIG_")):
+            continue
+        assert config.BUILT_IN.match(line) or (
+            line.startswith("# CONFIG_") and line.endswith(" is not set")
+        ), line
+
+
+def test_make_failure_names_log_and_tail(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "Makefile").write_text("all:\n\t@echo '  CC      foo.o'\n\t@echo 'foo.c:1: error: boom'\n\t@false\n")
+    obj = tmp_path / "obj"
+    obj.mkdir()
+    log = obj / "build.log"
+    with pytest.raises(KernelsError) as info:
+        make.run_make(tree, obj, ["all"], log, "make", 1)
+    message = str(info.value)
+    assert "make failed (make exit status 2)" in message
+    assert str(log) in message and "foo.c:1: error: boom" in message
+
+
+def test_elapsed_format() -> None:
+    assert make.elapsed(7.9) == "7s"
+    assert make.elapsed(65) == "1m05s"
+
+
+@pytest.mark.skipif(not (USR_SRC / f"{PACKAGE}.tar.xz").is_file(), reason=f"{PACKAGE} is not installed")
+def test_bug_patch_applies_to_debian_6_1(tmp_path: Path) -> None:
+    """The C01 patch must keep applying to the installed Debian 6.1 source."""
+    member = f"{PACKAGE}/net/ipv4/tcp_output.c"
+    subprocess.run(["tar", "-xf", str(debian_tarball(PACKAGE)), "-C", str(tmp_path), member], check=True)
+    sync_patches(tmp_path / PACKAGE, tmp_path / "applied.json", [Patch.read(PATCH)], lambda _: None)
+    patched = (tmp_path / member).read_text()
+    assert "if (unlikely((sk->sk_wmem_queued >> 1) > sk->sk_sndbuf)) {" in patched
+    assert "tcp_rtx_queue_head(sk)" not in patched.split("int tcp_fragment(", 1)[1].split("\n}\n", 1)[0]
+
+
+def test_result_names_keep_stock_and_patched_apart(tmp_path: Path) -> None:
+    source = SourceTree(id="linux-source-6.1", path=tmp_path, owned=True, origin="test")
+    assert BuildRequest(source).result_name() == "linux-source-6.1"
+    patched = BuildRequest(source, patches=(PATCH,))
+    assert patched.result_name() == "linux-source-6.1+tcp-fragment-2019-wqueue-limit"
+    assert BuildRequest(source, name="mine").result_name() == "mine"

@@ -1,0 +1,46 @@
+"""Tests that only mean something inside a kernel-matrix guest (scripts/matrix, pytest --kernel).
+
+They prove the VM plumbing end to end: the guest really runs the requested kernel, its modules
+load on demand, and a tunnel the host kernel lacks works there in a fresh namespace. On a plain
+host run they skip: the environment the matrix sets is absent.
+"""
+
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    "NETREGRESS_KERNEL_RELEASE" not in os.environ,
+    reason="runs under the kernel matrix only (scripts/matrix, pytest --kernel)",
+)
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", *args], capture_output=True, text=True)
+
+
+def test_runs_the_requested_kernel() -> None:
+    assert os.uname().release == os.environ["NETREGRESS_KERNEL_RELEASE"]
+
+
+def test_ipip_tunnel_in_fresh_namespace() -> None:
+    if subprocess.run(["modprobe", "-n", "ipip"], capture_output=True).returncode != 0:
+        pytest.skip(f"kernel {os.uname().release} has no ipip module")
+    ns = f"nrk{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    assert _ip("netns", "add", ns).returncode == 0
+    try:
+        made = _ip("-n", ns, "link", "add", "name", "t", "type", "ipip",
+                   "local", "192.0.2.1", "remote", "192.0.2.2")
+        assert made.returncode == 0, made.stderr
+        shown = _ip("-n", ns, "-d", "link", "show", "t")
+        assert "ipip" in shown.stdout and "remote 192.0.2.2" in shown.stdout
+    finally:
+        _ip("netns", "del", ns)
+
+
+def test_tcp_plb_sysctl() -> None:
+    """A real difference between kernels (6.2+), declared in kernels/expectations.toml."""
+    assert Path("/proc/sys/net/ipv4/tcp_plb_enabled").exists()

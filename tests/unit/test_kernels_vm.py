@@ -1,0 +1,141 @@
+"""End to end on a real kernel in QEMU: the bookworm 6.1 cloud kernel, as CI uses it.
+
+Slow (a TCG guest imports pytest 10-30x slower than the host); marked `vm` and skipped with the
+reason when `scripts/setup --vm` has not been run. The first run downloads the kernel (~26 MB).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernels import tools
+from kernels.errors import KernelsError
+from kernels.junit import read_junit
+from kernels.paths import REPO_ROOT
+
+KERNEL = "bookworm-6.1"
+
+
+def _vm_problem() -> str | None:
+    if os.environ.get("NETREGRESS_KERNEL"):
+        return "already inside a kernel-matrix run (no nested VMs)"
+    try:
+        tools.require_root()
+        tools.qemu()
+        tools.virtiofsd()
+    except KernelsError as exc:
+        return str(exc)
+    if not Path("/bin/busybox").is_file():
+        return "busybox is missing: run scripts/setup --vm"
+    return None
+
+
+pytestmark = [
+    pytest.mark.vm,
+    pytest.mark.skipif(_vm_problem() is not None, reason=str(_vm_problem())),
+]
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if text in cmdline and proc.name != str(os.getpid()):
+            found.append(cmdline)
+    return found
+
+
+def test_pytest_kernel_runs_the_tests_in_the_guest(tmp_path: Path) -> None:
+    junit = tmp_path / "host.xml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--kernel", KERNEL, "tests/unit/test_kernels_guest.py",
+         "-p", "no:cacheprovider", "-rA", f"--junitxml={junit}"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"kernel: {KERNEL} 6.1." in proc.stdout
+    outcomes = {r.nodeid.rpartition("::")[2]: r.outcome for r in read_junit(junit)}
+    assert outcomes == {
+        "test_runs_the_requested_kernel": "pass",
+        "test_ipip_tunnel_in_fresh_namespace": "pass",  # the host kernel has no ipip
+        "test_tcp_plb_sysctl": "xfail",  # strict xfail from kernels/expectations.toml
+    }
+
+
+DEMO = '''
+import os
+import pytest
+
+IN_GUEST = os.environ.get("NETREGRESS_KERNEL_RELEASE") == os.uname().release != {host!r}
+
+
+def test_a_passes():
+    assert IN_GUEST
+
+
+def test_b_fails():
+    assert 6 * 7 == 43, "a real failure inside the guest"
+
+
+def test_c_panics():
+    if not IN_GUEST:
+        pytest.skip("crashes the kernel on purpose: guest only")
+    with open("/proc/sysrq-trigger", "w") as trigger:
+        trigger.write("c")
+
+
+def test_d_never_runs():
+    pass
+'''
+
+
+def test_matrix_reports_failure_panic_and_bogus_image(tmp_path: Path) -> None:
+    demo = tmp_path / "demo" / "test_demo.py"
+    demo.parent.mkdir()
+    demo.write_text(DEMO.format(host=os.uname().release))
+    bogus = tmp_path / "bogus-bzImage"
+    bogus.write_bytes(os.urandom(4096))
+    catalog = tmp_path / "matrix.toml"
+    catalog.write_text(textwrap.dedent(f"""
+        [kernels."{KERNEL}"]
+        kind = "debian"
+        suite = "bookworm"
+        flavour = "cloud-amd64"
+        [kernels.bogus]
+        kind = "path"
+        image = "{bogus}"
+    """))
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [str(REPO_ROOT / "scripts/matrix"), "--catalog", str(catalog), "--output", str(out),
+         str(demo)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    data = json.loads((out / "matrix.json").read_text())
+    cells = {test.rpartition("::")[2]: {k: v["outcome"] for k, v in row.items()}
+             for test, row in data["tests"].items()}  # fmt: skip
+    assert cells == {
+        "test_a_passes": {KERNEL: "pass", "bogus": "crash"},
+        "test_b_fails": {KERNEL: "fail", "bogus": "crash"},
+        "test_c_panics": {KERNEL: "crash", "bogus": "crash"},
+        "test_d_never_runs": {KERNEL: "crash", "bogus": "crash"},
+        "(kernel console)": {KERNEL: "crash", "bogus": "crash"},
+    }
+    kernels = {k["kernel"]: k for k in data["kernels"]}
+    assert "Kernel panic - not syncing: sysrq triggered crash" in kernels[KERNEL]["status"]
+    assert "sysrq" in kernels[KERNEL]["crash_excerpt"]
+    assert "is not an x86 bzImage" in kernels["bogus"]["status"]
+    markdown = (out / "matrix.md").read_text()
+    assert "test_b_fails on bookworm-6.1: AssertionError: a real failure inside the guest" in markdown
+    assert "assert (6 * 7) == 43" in markdown  # the guest's traceback travels with the cell
+    assert {p.name for p in out.glob("junit-*.xml")} == {f"junit-{KERNEL}.xml", "junit-bogus.xml"}
+    assert _processes_mentioning(str(out)) == []  # no QEMU or virtiofsd survives the run

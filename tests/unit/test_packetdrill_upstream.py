@@ -1,0 +1,95 @@
+"""The upstream-binary adapter, checked against output recorded in the reference
+(docs/packetdrill-language.md, the **[observed]** examples): no binary can be installed here."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from netns.packetdrill.backend import choose_backend
+from netns.packetdrill.errors import UsageError
+from netns.packetdrill.upstream import parse_output, upstream_argv
+
+PACKET_FAILURE = (
+    "syn.pkt:8: error handling packet: live packet field ipv4_total_length: expected: 40 (0x28) "
+    "vs actual: 52 (0x34)\n"
+    "script packet:  0.100248 S. 0:0(0) ack 1 \n"
+    "actual packet:  0.100210 S. 0:0(0) ack 1 win 65535 <mss 1460,nop,nop,sackOK,nop,wscale 8>\n"
+)
+
+
+def test_packet_failure_gives_line_message_and_both_dumps() -> None:
+    result = parse_output("syn.pkt", 1, "", PACKET_FAILURE)
+    assert not result.passed and result.backend == "upstream" and result.line == 8
+    assert result.message.startswith("syn.pkt:8: error handling packet: live packet field "
+                                     "ipv4_total_length")
+    assert result.expected == "script packet:  0.100248 S. 0:0(0) ack 1 "
+    assert result.actual.startswith("actual packet:  0.100210 S. 0:0(0) ack 1 win 65535")
+
+
+@pytest.mark.parametrize("stderr, line", [
+    ("t.pkt:12: timing error: expected system call return at 0.400412 sec but happened at "
+     "0.300736 sec; tolerance 0.025000 sec\n", 12),
+    ("t.pkt:5: runtime error in close call: unable to find fd with script fd 3\n", 5),
+    ("t.pkt:3: parse error at 'key': syntax error\n", 3),
+    ("t.pkt:9: error handling packet: Timed out waiting for packet\n", 9),
+    ("t.pkt:7: runtime error in setsockopt call: unknown symbol: 'SO_FOO'\n", 7),
+])
+def test_located_failures(stderr: str, line: int) -> None:
+    result = parse_output("t.pkt", 1, "", stderr)
+    assert (result.passed, result.line, result.message) == (False, line, stderr.strip())
+    assert result.expected == result.actual == ""
+
+
+def test_code_failure_with_traceback_keeps_the_first_location() -> None:
+    stderr = ("t.pkt:20: error in Python code\nTraceback (most recent call last):\n"
+              '  File "/tmp/code_x", line 99, in <module>\nAssertionError\n'
+              "t.pkt: error executing code: 'python3' returned non-zero status 1\n")
+    result = parse_output("t.pkt", 1, "", stderr)
+    assert result.line == 20 and "returned non-zero status 1" in result.message
+
+
+def test_unlocated_failure_and_success() -> None:
+    failed = parse_output("t.pkt", 1, "", "t.pkt: error executing init command: non-zero "
+                                          "status 127\n")
+    assert (failed.passed, failed.line) == (False, None)
+    passed = parse_output("t.pkt", 0, "socket syscall: 1795258483.722671\n", "")
+    assert passed.passed and passed.message == "" and "socket syscall" in passed.stdout
+
+
+def test_warnings_do_not_fail_a_run() -> None:
+    result = parse_output("t.pkt", 0, "", "t.pkt:4: warning handling packet: ...\n")
+    assert result.passed
+
+
+def test_killed_binary_is_a_failure_with_a_reason() -> None:
+    result = parse_output("t.pkt", -9, "", "")
+    assert not result.passed and "signal 9" in result.message
+
+
+def test_argv_drops_extensions_and_scales_the_tolerance() -> None:
+    argv = upstream_argv("/bin/pd", "t.pkt", [("ip_version", "ipv6"), ("verbose", None),
+                                               ("pcap", "/x.pcap"), ("tolerance_scale", "2.5"),
+                                               ("define", "A=1")], 10000)
+    assert argv == ["/bin/pd", "--ip_version=ipv6", "-v", "--define=A=1",
+                    "--tolerance_usecs=25000", "t.pkt"]
+    assert upstream_argv("/bin/pd", "t.pkt", [("dry_run", None)], None) == \
+        ["/bin/pd", "--dry_run", "t.pkt"]
+
+
+def test_backend_choice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PACKETDRILL", raising=False)
+    assert choose_backend(None).name == "builtin"
+    binary = tmp_path / "packetdrill"
+    binary.write_text("#!/bin/sh\nexit 0\n")
+    binary.chmod(binary.stat().st_mode | stat.S_IXUSR)
+    assert choose_backend(str(binary)).binary == str(binary)
+    monkeypatch.setenv("PACKETDRILL", str(binary))
+    assert choose_backend(None).name == "upstream"
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert choose_backend("auto").binary == str(binary)
+    with pytest.raises(UsageError, match="not found or not executable"):
+        choose_backend(str(tmp_path / "missing"))
