@@ -1,4 +1,6 @@
 """Root conftest: load netregress's pytest plugins even from a checkout that was not
-pip-installed (the entry points carry the same names, so nothing is registered twice)."""
+pip-installed (the entry points carry the same names, so nothing is registered twice),
+plus pytest's own pytester, which the plugin's tests drive."""
 
-pytest_plugins = ["netns.pytest_plugin"]
+pytest_plugins = ["netns.pytest_plugin", "netns.packetdrill.pytest_plugin",
+                  "kernels.pytest_plugin", "pytester"]

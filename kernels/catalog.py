@@ -5,6 +5,7 @@ an unknown key or kind is almost always a typo the user wants to hear about, not
 """
 
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ class RunningKernel(_Spec):
 
 KernelSpec = DebianKernel | PathKernel | SourceKernel | RunningKernel
 
-_FIELDS: dict[str, tuple[type, set[str], set[str]]] = {
+_FIELDS: dict[str, tuple[Callable[..., KernelSpec], set[str], set[str]]] = {
     # kind: (class, required keys, optional keys)
     "debian": (DebianKernel, {"suite", "flavour"}, set()),
     "path": (PathKernel, {"image"}, {"modules"}),

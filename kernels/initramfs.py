@@ -104,7 +104,7 @@ def boot_modules(kernel: BootableKernel) -> list[Path]:
         if proc.returncode != 0:
             raise KernelsError(
                 f"kernel {kernel.name}: has no {module} support ({proc.stderr.strip()}); "
-                "the VM needs virtiofs and overlayfs (built in or as modules)"
+                f"the VM needs {', '.join(BOOT_MODULES)} (built in or as modules)"
             )
         for line in proc.stdout.splitlines():
             words = line.split()

@@ -26,11 +26,6 @@ class BootableKernel:
     image: Path | None = None
     modules: Path | None = None
 
-    @property
-    def upstream(self) -> tuple[int, ...]:
-        """The upstream version as a tuple, e.g. (6, 1, 192): what expectations compare."""
-        return version_tuple(self.version)
-
 
 def version_tuple(text: str) -> tuple[int, ...]:
     """The leading `X.Y[.Z]` of a version or release string as integers."""

@@ -32,6 +32,7 @@ from kernels.runner import KernelRun, RunOptions, run_kernel
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scripts/matrix",
+        allow_abbrev=False,  # "--time" or "--out" belong to pytest, not to us
         description="Run the netregress suite on several kernels (VMs) and print the matrix. "
         "Unknown arguments are passed to pytest (paths, -k EXPR, -m MARK …).",
     )

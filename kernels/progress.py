@@ -5,6 +5,7 @@ done, with elapsed time); `pytest --kernel` prints the same steps as plain lines
 the board redraws in place; in CI logs it prints one line per change instead.
 """
 
+import shutil
 import sys
 import threading
 import time
@@ -54,7 +55,8 @@ class Board:
     def _redraw(self) -> None:
         with self._lock:
             now = time.monotonic()
-            lines = [self._line(name, now) for name in self._names]
+            width = shutil.get_terminal_size().columns - 1  # a wrapped line breaks the redraw
+            lines = [self._line(name, now)[:width] for name in self._names]
             up = f"\x1b[{self._drawn}F" if self._drawn else ""
             self._stream.write(up + "".join(f"\x1b[2K{line}\n" for line in lines))
             self._stream.flush()

@@ -7,10 +7,12 @@ finished results and blames the test that started but never ended.
 """
 
 import json
+import threading
 from pathlib import Path
 
 from _pytest.reports import TestReport
 
+from kernels.progress import Status
 from kernels.results import Outcome, TestResult
 
 STARTED = "started"
@@ -67,3 +69,22 @@ def read(path: Path) -> tuple[list[TestResult], str | None]:
             finished[nodeid] = TestResult(nodeid, entry["outcome"], message, details)
             running = None
     return list(finished.values()), running
+
+
+def follow(path: Path, status: Status, stop: threading.Event, every: float = 1.0) -> None:
+    """Report "running: N done, now <test>" whenever the log grows, until `stop` is set.
+
+    Why: a suite takes minutes in a TCG guest; the matrix's live line (and CI's log) should say
+    how far each kernel is, not only "running".
+    """
+    size = 0
+    while not stop.wait(every):
+        try:
+            if path.stat().st_size == size:
+                continue
+            size = path.stat().st_size
+        except OSError:
+            continue
+        finished, running = read(path)
+        now = f", now {running.rpartition('/')[2]}" if running else ""
+        status(f"running: {len(finished)} done{now}")

@@ -10,6 +10,7 @@ in the JUnit XML so the host can map results back.
 """
 
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,7 +137,8 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
         accel=session.config.getoption("--kernel-accel"),
         timeout=session.config.getoption("--kernel-timeout"),
     )
-    out_dir = cache_dir("runs", f"{state.spec.name}-{os.getpid()}")
+    _prune_runs()
+    out_dir = cache_dir("runs", f"{os.getpid()}-{state.spec.name}")
     children = Children()
     reap_leftovers()
     try:
@@ -153,6 +155,14 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     _say(f"{state.spec.name}: guest output in {out_dir}")
     replay(session, run)
     return True
+
+
+def _prune_runs() -> None:
+    """Drop the guest output of earlier --kernel runs whose pytest is gone (kept while alive)."""
+    for old in cache_dir("runs").iterdir():
+        pid = old.name.split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _progress_path() -> Path | None:

@@ -14,6 +14,7 @@ the caller's working directory (the guest sees the same paths), with this enviro
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,6 +147,11 @@ def run_kernel(
     out_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("junit.xml", "progress.jsonl"):
         (out_dir / stale).unlink(missing_ok=True)
+    stop = threading.Event()
+    follower = threading.Thread(
+        target=progress_log.follow, args=(out_dir / "progress.jsonl", status, stop), daemon=True
+    )
+    follower.start()
     try:
         status("fetching")
         run.kernel = fetch(spec, status)
@@ -157,6 +163,9 @@ def run_kernel(
     except KernelsError as exc:
         run.problem = Crash(f"cannot run: {exc}", "")
         return run
+    finally:
+        stop.set()
+        follower.join()
     _collect(run, exit_status)
     return run
 

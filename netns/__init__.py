@@ -1,9 +1,26 @@
-"""netregress's library: namespaces, links, topologies, captures and counters for tests."""
+"""netregress's library: namespaces, links, topologies, captures and counters for tests.
 
-from .cmd import CmdResult, cmd, require_tool, spawn
-from .errors import CmdError, FeatureMissing, MissingTool, NetregressError, NotPrivileged
-from .links import Link
-from .namespace import Namespace
+Names are imported lazily (PEP 562): ``import netns.packetdrill`` or ``netns.commands`` must not
+pay for pyroute2 and scapy, which the packetdrill engine never uses.
+"""
 
-__all__ = ["CmdError", "CmdResult", "FeatureMissing", "Link", "MissingTool", "Namespace",
-           "NetregressError", "NotPrivileged", "cmd", "require_tool", "spawn"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CmdResult": "commands", "cmd": "commands", "require_tool": "commands", "spawn": "commands",
+    "CmdError": "errors", "FeatureMissing": "errors", "MissingTool": "errors",
+    "NetregressError": "errors", "NotPrivileged": "errors",
+    "Link": "links", "Namespace": "namespace",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'netns' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

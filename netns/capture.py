@@ -21,7 +21,7 @@ from scapy.packet import Packet
 from scapy.utils import rdpcap
 
 from . import artifacts
-from .cmd import Process
+from .commands import Process
 from .errors import NetregressError
 
 if TYPE_CHECKING:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 from typing import Callable
 
 from .errors import CmdError, NetregressError
@@ -90,3 +91,10 @@ def in_netregress_vm() -> bool:
     net.core.netdev_budget: the guest is thrown away after the run.
     """
     return bool(os.environ.get("NETREGRESS_GUEST"))
+
+
+def kernel_version() -> tuple[int, int]:
+    """(major, minor) of the running kernel, for cases whose expectation changed in a
+    known release (e.g. 5.14's subnet-zero-as-unicast)."""
+    major, minor = platform.release().split(".")[:2]
+    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)

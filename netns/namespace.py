@@ -19,7 +19,7 @@ from pyroute2 import netns as pyroute2_netns
 from . import counters, naming, sockets
 from .addressing import AddressingMixin
 from .capture import Capture
-from .cmd import Argv, CmdResult, Process, cmd, spawn
+from .commands import Argv, CmdResult, Process, cmd, spawn
 from .links import Link, LinkFactoryMixin
 
 NETNS_DIR = "/run/netns"
@@ -60,7 +60,7 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
     # --- commands ----------------------------------------------------------------------
     def run(self, argv: Argv, *, check: bool = True, timeout: float = 60,
             input: str | None = None) -> CmdResult:
-        """Run a command inside this namespace (see :func:`netns.cmd.cmd`)."""
+        """Run a command inside this namespace (see :func:`netns.commands.cmd`)."""
         return cmd(argv, ns=self.name, check=check, timeout=timeout, input=input)
 
     def spawn(self, argv: Argv, *, stdout: int | IO = subprocess.DEVNULL,

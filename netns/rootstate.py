@@ -18,7 +18,7 @@ import json
 import re
 import sys
 
-from .cmd import cmd
+from .commands import cmd
 
 FALLBACK_DEVICES = ("tunl0", "gre0", "gretap0", "erspan0", "ip_vti0", "ip6tnl0", "sit0",
                     "ip6gre0", "ip6_vti0")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cmd import cmd
+from .commands import cmd
 from .errors import NetregressError
 from .features import in_netregress_vm
 

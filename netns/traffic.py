@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable
 from .errors import NetregressError
 
 if TYPE_CHECKING:
-    from .cmd import Process
+    from .commands import Process
     from .namespace import Namespace
 
 _READY_TIMEOUT = 10.0

@@ -1,7 +1,7 @@
 """A clean-room, packetdrill-compatible engine, and an adapter for an upstream binary.
 
-Runs unmodified packetdrill scripts (the language is specified in
-``/work/shared/docs/packetdrill-language.md``), each in its own fresh network namespace with a
+Runs unmodified packetdrill scripts (the language reference is
+``shared/docs/packetdrill-language.md`` beside the repository), each in its own fresh network namespace with a
 ``tun0`` device. Data flows one way, one module per step:
 
     lexer → parser (+ loader, config) → model
@@ -13,6 +13,6 @@ Entry points: ``python -m netns.packetdrill`` and ``netregress-packetdrill`` (up
 command line plus ``--packetdrill=builtin|auto|PATH``, ``--tolerance_scale``, ``--pcap`` and
 ``--result_json``), and the pytest plugin collecting ``*.pkt`` files.
 
-This ``__init__`` stays empty on purpose: the engine process starts with nothing but the
-standard library loaded (see ``backend.LAUNCHER``).
+This ``__init__`` (like ``netns/__init__``, which is lazy) stays empty on purpose: the
+engine process starts with nothing but the standard library loaded.
 """

@@ -23,20 +23,9 @@ from .upstream import run_upstream
 
 DEFAULT_TIMEOUT = 180.0     # like upstream's run_all.py: a blocking call can hang the engine
 
-# Starts the engine without executing netns/__init__.py, which eagerly imports the whole
-# library (scapy, pyroute2: ~350 ms) that the engine never uses. The package object is a
-# plain namespace pointing at the same directory, so every module is still the real one.
-# The engine needs only the standard library, hence `-S` (no site-packages scan).
-LAUNCHER = (
-    "import sys, types; pkg = types.ModuleType('netns'); pkg.__path__ = [sys.argv.pop(1)]; "
-    "sys.modules['netns'] = pkg; from netns.packetdrill.cli import main; sys.exit(main())"
-)
-NETNS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 def engine_command() -> list[str]:
     """argv prefix that runs the builtin engine's command line in a new process."""
-    return [sys.executable, "-S", "-c", LAUNCHER, NETNS_DIR]
+    return [sys.executable, "-m", "netns.packetdrill"]
 
 
 @dataclass

@@ -25,6 +25,8 @@ from .loader import CliOptions, load_script, read_script
 from .result import RunResult
 
 _EXPECT_FAIL = re.compile(r"//\s*netregress:\s*expect-fail:\s*(.+?)\s*$", re.M)
+# For scripts whose expectations rely on a driver being absent (netns.features names).
+_SKIP_IF_HAS = re.compile(r"//\s*netregress:\s*skip-if-kernel-has:\s*(.+?)\s*$", re.M)
 _IP_VERSION_LINE = re.compile(r"^--ip_version=(\S+)", re.M)
 _V4_COMMON = ["--local_ip=192.168.0.1", "--gateway_ip=192.168.0.1", "--netmask_ip=255.255.0.0",
               "--remote_ip=192.0.2.1", "-D", "TFO_COOKIE=3021b9d889017eeb",
@@ -156,9 +158,11 @@ class PktFile(pytest.File):
                 except PacketdrillError as err:
                     yield PktLintError.from_parent(self, name="lint", message=err.text)
                     return
+        skip_if = _SKIP_IF_HAS.search(text)
         for variant in variants:
             yield PktItem.from_parent(self, name=variant, variant=variant,
-                                      expect_fail=expect.group(1) if expect else None)
+                                      expect_fail=expect.group(1) if expect else None,
+                                      skip_if_has=skip_if.group(1).split() if skip_if else [])
 
 
 class PktLintError(pytest.Item):
@@ -184,12 +188,19 @@ class PktFailure(Exception):
 
 
 class PktItem(pytest.Item):
-    def __init__(self, *, variant: str, expect_fail: str | None, **kwargs: Any) -> None:
+    def __init__(self, *, variant: str, expect_fail: str | None, skip_if_has: list[str],
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.variant = variant
         self.expect_fail = expect_fail
+        self.skip_if_has = skip_if_has
 
     def runtest(self) -> None:
+        if self.skip_if_has:
+            from netns import features   # the library's cached kernel probes
+            present = [name for name in self.skip_if_has if features.has(name)]
+            if present:
+                pytest.skip(f"{self.path.name} expects a kernel without {', '.join(present)}")
         result = run_for_test(self.config, self.path, self.variant)
         if self.expect_fail is not None:
             self.check_expected_failure(result)

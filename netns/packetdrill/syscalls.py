@@ -171,6 +171,8 @@ class Executor:
 
         ``on_return`` runs right after the call returns, before any check: blocking calls
         check their return time there."""
+        if event.name in ("psp_rx_assoc", "psp_tx_assoc"):
+            raise RuntimeFailure(f"{event.name} needs PSP, which only wire mode supports")
         method = getattr(self, f"sys_{event.name}", None)
         if method is None:
             raise RuntimeFailure(f"Unknown system call: '{event.name}'")

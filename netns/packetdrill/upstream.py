@@ -6,6 +6,7 @@ structured result is the same :class:`RunResult` the builtin engine produces.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -63,11 +64,13 @@ def parse_output(path: str, status: int, stdout: str, stderr: str) -> RunResult:
 
 def run_upstream(binary: str, path: str, options: CliOptions, base_tolerance: int | None,
                  timeout: float) -> RunResult:
-    """Run the binary in a fresh namespace and parse its output."""
+    """Run the binary in a fresh namespace, from the script's folder like upstream's corpus
+    runner (scripts name ``../common/defaults.sh``-style paths), and parse its output."""
     argv = _NETNS_WRAPPER + upstream_argv(binary, path, options, base_tolerance)
     started = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=die_with_parent)
+                            preexec_fn=die_with_parent,
+                            cwd=os.path.dirname(os.path.abspath(path)))
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -14,7 +14,7 @@ FORWARD policy counter grows; with ACCEPT (the fix) both captures see it and pin
 br_netfilter: with bridge-nf-call-iptables=1 a FORWARD DROP policy in the bridge's namespace
 blocks bridged pod-to-pod traffic; with 0 the same rules are bypassed.
 
-C11 field story (003, 6349–6370): pinging another node's flannel IP fails; the peer's
+C11 field story (003, 6349–6370): pinging another node's overlay IP fails; the peer's
 capture shows "icmp unreachable - admin prohibited"; firewalld had wiped docker's chains.
 Mechanism: a reject with ``admin-prohibited`` (iptables' REJECT target and nftables'
 ``reject``, which firewalld's nftables backend uses, share nf_reject_ipv4) selects ICMP
@@ -115,7 +115,9 @@ table inet c11 {
 def test_c11_reject_admin_prohibited_reaches_the_sender(topology, firewall: str) -> None:
     net = topology(shapes.flannel_vxlan())
     h3, h4 = net["h3"], net["h4"]
-    target = "172.19.4.0"  # h4's flannel.1 address, as in the report
+    # h4's overlay gateway (cni0). Not its flannel.1 x.x.x.0: before 5.14 that is the
+    # broadcast address of cni0's subnet on h4, so pings to it go unanswered (see C08).
+    target = "172.19.4.1"
     if firewall != "none":
         _load_in_guest("nft_reject_inet")
         h4.run(["nft", "-f", "-"], input=FIREWALLD_LIKE_REJECT)

@@ -1,7 +1,10 @@
 #!/bin/sh
 # Init command of the netregress packetdrill corpus: a known TCP configuration for the fresh
 # network namespace each script runs in (these sysctls are per namespace, so nothing outside
-# it changes). Values follow the reference's conventions (docs: packetdrill-language.md §10.1).
+# it changes). Values follow the reference's conventions (docs: packetdrill-language.md §10.1);
+# a fresh namespace has no TCP metrics to flush, and it inherits the host's congestion
+# control (this kernel refuses to change the default inside a namespace: EPERM). Scripts
+# that depend on one set it per socket with TCP_CONGESTION.
 set -e
 sysctl -q -w net.ipv4.tcp_rmem="4096 540000 15728640" \
              net.ipv4.tcp_wmem="4096 262144 4194304" \
@@ -12,6 +15,5 @@ sysctl -q -w net.ipv4.tcp_rmem="4096 540000 15728640" \
              net.ipv4.tcp_recovery=1 net.ipv4.tcp_tso_win_divisor=3 net.ipv4.tcp_ecn=0 \
              net.ipv4.tcp_notsent_lowat=4294967295 net.ipv4.tcp_fastopen=0x70403 \
              net.ipv4.tcp_syncookies=1
-sysctl -q -w net.ipv4.tcp_congestion_control=cubic 2>/dev/null || true
-ip tcp_metrics flush all 2>/dev/null || true
+# pfifo rather than the default qdisc, so no fq pacing shapes the packets we expect.
 tc qdisc add dev tun0 root pfifo

@@ -85,14 +85,16 @@ def test_reap_kills_only_matching_leftovers_of_dead_runs(tmp_path: Path) -> None
             proc.wait()
 
 
-def test_missing_tools_tell_the_user_what_to_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_tools_tell_the_user_what_to_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("CARGO_HOME", str(tmp_path))
     monkeypatch.setattr(tools, "DEBIAN_VIRTIOFSD", str(tmp_path / "none"))
     tools.qemu.cache_clear()
     tools.virtiofsd.cache_clear()
     try:
-        with pytest.raises(KernelsError, match=r"qemu-system-x86_64 is missing: run scripts/setup --vm"):
+        with pytest.raises(KernelsError, match=r"qemu-system-x86_64 is missing: run scripts/setup"):
             tools.qemu()
         with pytest.raises(KernelsError, match=r"virtiofsd is missing: run scripts/setup --vm"):
             tools.virtiofsd()
@@ -102,7 +104,8 @@ def test_missing_tools_tell_the_user_what_to_run(monkeypatch: pytest.MonkeyPatch
 
 
 def _read_newc(data: bytes) -> dict[str, tuple[int, bytes]]:
-    members, offset = {}, 0
+    members: dict[str, tuple[int, bytes]] = {}
+    offset = 0
     while True:
         fields = [int(data[offset + 6 + 8 * i : offset + 14 + 8 * i], 16) for i in range(13)]
         mode, size, namesize = fields[1], fields[6], fields[11]

@@ -38,7 +38,9 @@ def _runs(tmp_path: Path) -> list[KernelRun]:
             TestResult(A, "fail", "assert 1 == 2", "E   assert 1 == 2"),
             TestResult(B, "crash", "Kernel panic - not syncing", "...excerpt..."),
         ],
-        problem=Crash("Kernel panic - not syncing: sysrq triggered crash", "RIP: 0010:x\nCall Trace:"),
+        problem=Crash(
+            "Kernel panic - not syncing: sysrq triggered crash", "RIP: 0010:x\nCall Trace:"
+        ),
     )
     return [good, crashed]
 
@@ -71,7 +73,9 @@ def test_renderings(tmp_path: Path) -> None:
     assert "## Unexpected" in markdown
     data = to_json(matrix)
     assert data["unexpected"] == 4
-    assert data["tests"][B]["bookworm-6.1"] == {
+    tests = data["tests"]
+    assert isinstance(tests, dict)
+    assert tests[B]["bookworm-6.1"] == {
         "outcome": "xfail", "message": "TCPWqueueTooBig: fixed in b617158dc096"}
 
 
@@ -95,13 +99,16 @@ def test_outputs_and_junit_round_trip(tmp_path: Path) -> None:
 
 
 def _report(when: str, outcome: str, longrepr: object = None, **extra: object) -> TestReport:
-    return TestReport(A, ("t.py", 1, "test_a"), {}, outcome, longrepr, when, **extra)  # type: ignore[arg-type]
+    location = ("t.py", 1, "test_a")
+    return TestReport(A, location, {}, outcome, longrepr, when, **extra)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("reports, expected", [
     ([_report("setup", "passed"), _report("call", "passed")], ("pass", "")),
-    ([_report("setup", "passed"), _report("call", "failed", "x\nE  assert 0")], ("fail", "E  assert 0")),
-    ([_report("setup", "passed"), _report("call", "skipped", None, wasxfail="known")], ("xfail", "known")),
+    ([_report("setup", "passed"), _report("call", "failed", "x\nE  assert 0")],
+     ("fail", "E  assert 0")),
+    ([_report("setup", "passed"), _report("call", "skipped", None, wasxfail="known")],
+     ("xfail", "known")),
     ([_report("setup", "skipped", ("t.py", 1, "Skipped: no gre"))], ("skip", "Skipped: no gre")),
     ([_report("call", "passed"), _report("teardown", "failed", "leak")], ("fail", "leak")),
 ], ids=["pass", "fail", "xfail", "skip", "teardown-error"])  # fmt: skip

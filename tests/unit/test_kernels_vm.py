@@ -135,7 +135,8 @@ def test_matrix_reports_failure_panic_and_bogus_image(tmp_path: Path) -> None:
     assert "sysrq" in kernels[KERNEL]["crash_excerpt"]
     assert "is not an x86 bzImage" in kernels["bogus"]["status"]
     markdown = (out / "matrix.md").read_text()
-    assert "test_b_fails on bookworm-6.1: AssertionError: a real failure inside the guest" in markdown
+    failure = "test_b_fails on bookworm-6.1: AssertionError: a real failure inside the guest"
+    assert failure in markdown
     assert "assert (6 * 7) == 43" in markdown  # the guest's traceback travels with the cell
     assert {p.name for p in out.glob("junit-*.xml")} == {f"junit-{KERNEL}.xml", "junit-bogus.xml"}
     assert _processes_mentioning(str(out)) == []  # no QEMU or virtiofsd survives the run

@@ -23,7 +23,7 @@ _PIECES = ["0", "+0", "+.1", "*", "...", "~", "<", ">", "S", "S.", "P.", ".", "F
            "[", "]", ",", "|", "=", '"s"', "0x10", "-1", "1e5", "ipv4 1.2.3.4 > 5.6.7.8:",
            "gre:", "mpls (label 1, tc 0, [S], ttl 1):", "TS val 1 ecr 0", "sack 1:2", "FO",
            "inet6_addr(\"::1\")", "unreachable", "frag_needed", "mtu", "id"]
-_SETTINGS = settings(max_examples=300, deadline=None,
+_SETTINGS = settings(max_examples=300, deadline=None, database=None,
                      suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -80,3 +80,11 @@ def test_pcap_kept_for_failures_only(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=1)
     pcaps = sorted(p.name for p in artifacts.rglob("*.pcap"))
     assert len(pcaps) == 1 and pcaps[0].startswith(tuple("0123456789")) and "bad-v4" in pcaps[0]
+
+
+def test_skip_if_kernel_has(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".pkt", **{"needs-no-tun-v4": "// netregress: skip-if-kernel-has: tun\n"
+                                                   + GOOD})
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*needs-no-tun-v4.pkt expects a kernel without tun*"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from netns.packetdrill.backend import choose_backend
+from netns.packetdrill.backend import choose_backend, run_isolated
 from netns.packetdrill.errors import UsageError
 from netns.packetdrill.upstream import parse_output, upstream_argv
 
@@ -93,3 +93,28 @@ def test_backend_choice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert choose_backend("auto").binary == str(binary)
     with pytest.raises(UsageError, match="not found or not executable"):
         choose_backend(str(tmp_path / "missing"))
+
+
+FAKE_BINARY = """#!/bin/sh
+# Stands in for upstream packetdrill: checks it runs isolated and from the script's folder,
+# then fails the way packetdrill does.
+for arg; do last=$arg; done
+ip -o link | grep -qv ': lo:' && { echo "not in a fresh namespace" >&2; exit 3; }
+test -f "./$(basename "$last")" || { echo "not run from the script's folder" >&2; exit 4; }
+echo "args: $*"
+echo "$last:2: error handling packet: Timed out waiting for packet" >&2
+exit 1
+"""
+
+
+def test_upstream_runs_isolated_from_the_script_folder(tmp_path: Path) -> None:
+    binary = tmp_path / "packetdrill"
+    binary.write_text(FAKE_BINARY)
+    binary.chmod(0o755)
+    script = tmp_path / "s.pkt"
+    script.write_text("0 `true`\n+0 > . 1:1(0) ack 1\n")
+    result = run_isolated(choose_backend(str(binary)), str(script),
+                          [("ip_version", "ipv6"), ("pcap", "/nowhere.pcap")])
+    assert (result.passed, result.backend, result.line) == (False, "upstream", 2)
+    assert result.message == f"{script}:2: error handling packet: Timed out waiting for packet"
+    assert "--ip_version=ipv6" in result.stdout and "pcap" not in result.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 
@@ -90,3 +91,26 @@ def test_address_defaults_per_family() -> None:
     cfg = Config()
     finalize(cfg)
     assert cfg.local_ip.startswith("192.168.") and cfg.remote_prefix == 24
+
+
+@pytest.mark.parametrize("text", [
+    "> S. 0:0(0) ack 1 <ECN e0b 1 ceb 2 e1b 3,nop,FOEXP 0011223344556677>",
+    "> . 1:1(0) ack 1 <md5 000102030405060708090a0b0c0d0e0f,nop,nop>",
+    "> S 0:0(0) <mss 1460,sackOK,TS val 1 ecr 0,nop,wscale 8,FO,nop,nop>",
+])
+def test_less_common_options_roundtrip(text: str) -> None:
+    action, cfg = packet_line(text)
+    packet = build(action, cfg, Conn(6, 8080, 40000), inbound=False)
+    decoded = decode(encode(packet))
+    assert decoded is not None
+    assert dump(decoded, show_win=False) == text[2:]
+
+
+def test_mpls_and_explicit_gre_prefixes_encode_what_they_say() -> None:
+    action, cfg = packet_line("< ipv4 192.0.2.1 > 192.168.0.1: gre flags [key present, "
+                              "sequence# present] sum 0 off 0 key=7 seq 9: "
+                              "mpls (label 16, tc 1, [S], ttl 64): udp (4)")
+    decoded = decode(encode(build(action, cfg, Conn(17, 8080, 4000), inbound=True)))
+    assert decoded is not None
+    assert dump(decoded) == ("ipv4 192.0.2.1 > 192.168.0.1: gre flags 0x3000 proto 0x8847 "
+                             "key 0x7 seq 9: mpls (label 16, tc 1, [S], ttl 64): udp (4)")

@@ -5,7 +5,6 @@ import sys
 
 import pytest
 
-pytest_plugins = ["pytester"]
 
 
 def test_without_privileges_one_clear_message(tmp_path) -> None:
