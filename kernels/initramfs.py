@@ -56,11 +56,16 @@ mount --move /out /newroot{GUEST_OUT}
 mkdir -p "/newroot/lib/modules/$NR_RELEASE"
 mount --bind "/host$NR_MODULES" "/newroot/lib/modules/$NR_RELEASE"
 hostname netregress-guest
+# The kernel runs modprobe for autoloading (request_module) in pid 1's root, this initramfs:
+# send it into the host root, where the kernel's modules are.
+echo /bin/nr-modprobe > /proc/sys/kernel/modprobe
 chroot /newroot /bin/sh {GUEST_OUT}/guest.sh
 echo $? > /newroot{GUEST_OUT}/exit-status
 sync
 reboot -f
 """
+
+MODPROBE = '#!/bin/busybox sh\nexec /bin/busybox chroot /newroot /sbin/modprobe "$@"\n'
 
 
 def _base() -> bytes:
@@ -70,6 +75,7 @@ def _base() -> bytes:
     entries = [directory(d) for d in ("bin", "dev", "proc", "sys", "modules")]
     entries += [
         Entry("bin/busybox", 0o755, BUSYBOX.read_bytes()),
+        Entry("bin/nr-modprobe", 0o755, MODPROBE.encode()),
         Entry("init", 0o755, INIT.encode()),
     ]
     return archive(entries)

@@ -31,6 +31,12 @@ _REPORT_FEATURES = ("veth", "bridge", "vxlan", "tun", "dummy", "ipip", "gre", "n
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("netregress")
+    group.addoption("--summary", choices=("all", "problems", "none"), default="all",
+                    help="the per-case summary at the end: every case (default), only "
+                         "failures and skips, or none")
+    group.addoption("--record-skips", metavar="FILE",
+                    help="write the node ids of skipped tests to FILE (one per line), e.g. to "
+                         "re-run what this kernel cannot in a VM kernel that can")
     group.addoption("--artifacts-dir", default=os.environ.get("NETREGRESS_ARTIFACTS"),
                     help="where failing tests keep pcaps and counter snapshots "
                          "(default: ./artifacts/<run id>)")
@@ -125,10 +131,27 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     return report
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """--record-skips: the controller (not xdist workers) writes every skipped node id."""
+    path = session.config.getoption("--record-skips")
+    if not path or hasattr(session.config, "workerinput"):
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = [] if reporter is None else reporter.stats.get("skipped", [])
+    ids = sorted({rep.nodeid for rep in skipped if isinstance(rep, pytest.TestReport)})
+    Path(path).write_text("".join(f"{nodeid}\n" for nodeid in ids))
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One line per case: outcome, and for skips the precise reason, then the kernel."""
+    mode = terminalreporter.config.getoption("--summary")
+    if mode == "none":
+        return
+    outcomes = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+    if mode == "problems":
+        outcomes = outcomes[1:]
     rows: list[tuple[str, str, str]] = []
-    for outcome in ("passed", "failed", "error", "skipped", "xfailed", "xpassed"):
+    for outcome in outcomes:
         for rep in terminalreporter.stats.get(outcome, []):
             if not isinstance(rep, pytest.TestReport):
                 continue

@@ -48,12 +48,12 @@ def run(request: pytest.FixtureRequest, script: Path) -> RunResult:
 
 
 def test_c01_rto_retransmission_not_blocked(request: pytest.FixtureRequest,
-                                            record_property) -> None:
+                                            record_testsuite_property) -> None:
     result = run(request, SCRIPT)
     socks = sockets.parse(result.stdout)
     assert socks, f"the script's ss dump is missing:\n{result.stdout}\n{result.message}"
     skmem = socks[0].skmem
-    record_property("skmem", skmem)
+    record_testsuite_property("c01_skmem", skmem)
     assert skmem["w"] > 2 * skmem["tb"], f"precondition not met: w={skmem['w']} tb={skmem['tb']}"
     assert result.passed, PktItem.describe(result)
     seen = counters(result.stdout)

@@ -97,26 +97,29 @@ def exchange(net: Network, tmp_path: Path, mode: str, autocorking: int) -> list[
     ("onebuffer", 1),       # sendfile off
     ("onebuffer-cork", 1),
 ])
-def test_c02_segments_per_response(topology, tmp_path: Path, record_property,
+def test_c02_segments_per_response(topology, tmp_path: Path,
+                                   record_testsuite_property,
                                    mode: str, expected: int, autocorking: int) -> None:
     net = topology(shapes.pair())
     responses = exchange(net, tmp_path, mode, autocorking)
     counts = [r.data_segments for r in responses]
-    record_property("segments_per_response", counts)
+    record_testsuite_property(f"c02_{mode}_autocork{autocorking}_segments", counts)
     assert counts[STEADY_FROM:] == [expected] * (REQUESTS - STEADY_FROM), (
         f"{mode}, tcp_autocorking={autocorking}: data segments per response {counts}, "
         f"expected {expected} from the 3rd request on")
 
 
 @pytest.mark.parametrize("quickack", [True, False], ids=["quickack1", "no-quickack"])
-def test_c03_route_quickack(topology, tmp_path: Path, record_property, quickack: bool) -> None:
+def test_c03_route_quickack(topology, tmp_path: Path, record_testsuite_property,
+                            quickack: bool) -> None:
     net = topology(shapes.pair())
     if quickack:  # ip route change 10.0.0.0/24 dev eth0 quickack 1 (the report's recipe)
         net["b"].ipr.route("change", dst="10.0.0.0/24", oif=net["b"].link("eth0").index,
                            metrics={"RTAX_QUICKACK": 1}, scope=253, proto=2)
         assert "quickack 1" in net["b"].run(["ip", "route", "show", "10.0.0.0/24"]).stdout
     responses = exchange(net, tmp_path, "cork", autocorking=1)
-    record_property("server_events_per_request", [r.events for r in responses])
+    record_testsuite_property(f"c03_quickack{int(quickack)}_server_events",
+                              [r.events for r in responses])
     steady = responses[STEADY_FROM:]
     if quickack:
         # Every request: an immediate pure ACK first, then the (corked) response.

@@ -44,8 +44,8 @@ OVERLAY_A, OVERLAY_B = "172.19.0.0", "172.19.2.0"
 MAC_A, MAC_B = "02:00:00:0c:00:01", "02:00:00:0c:02:01"
 
 # (first kernel, first kernel no longer covered) → {(path, rp_filter): works?}.
-# Measured identical on 5.10.223, 6.1.176, 6.12.107 (Debian cloud kernels, matrix VMs) and
-# 6.18.44 (host); 7.2 is covered by the same row until measured otherwise.
+# Measured identical on 5.10.223, 6.1.176, 6.12.107, 7.2.13 (Debian cloud kernels, matrix
+# VMs) and 6.18.44 (host): one row until a kernel answers differently.
 _ONLY_STRICT_ON_ROUTED_PATH_FAILS = {("arp", 0): True, ("arp", 1): True, ("arp", 2): True,
                               ("routed", 0): True, ("routed", 1): False, ("routed", 2): True}
 EXPECTED: list[tuple[tuple[int, int], tuple[int, int], dict[tuple[str, int], bool]]] = [

@@ -1,4 +1,4 @@
-"""Command lines of the matrix and of `pytest --kernel`: bad input is one clear line, no traceback."""
+"""Command lines of `scripts/matrix` and `pytest --kernel`: bad input is one clear line."""
 
 import subprocess
 import sys

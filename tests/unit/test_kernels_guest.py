@@ -26,19 +26,30 @@ def test_runs_the_requested_kernel() -> None:
     assert os.uname().release == os.environ["NETREGRESS_KERNEL_RELEASE"]
 
 
-def test_ipip_tunnel_in_fresh_namespace() -> None:
-    if subprocess.run(["modprobe", "-n", "ipip"], capture_output=True).returncode != 0:
-        pytest.skip(f"kernel {os.uname().release} has no ipip module")
+def _link_in_fresh_namespace(module: str, *link: str) -> str:
+    """Create a link in a new namespace, return `ip -d link show` of it (skip without module)."""
+    if subprocess.run(["modprobe", "-n", module], capture_output=True).returncode != 0:
+        pytest.skip(f"kernel {os.uname().release} has no {module} module")
     ns = f"nrk{os.getpid()}-{uuid.uuid4().hex[:6]}"
     assert _ip("netns", "add", ns).returncode == 0
     try:
-        made = _ip("-n", ns, "link", "add", "name", "t", "type", "ipip",
-                   "local", "192.0.2.1", "remote", "192.0.2.2")
+        made = _ip("-n", ns, "link", "add", "name", "t", *link)
         assert made.returncode == 0, made.stderr
-        shown = _ip("-n", ns, "-d", "link", "show", "t")
-        assert "ipip" in shown.stdout and "remote 192.0.2.2" in shown.stdout
+        return _ip("-n", ns, "-d", "link", "show", "t").stdout
     finally:
         _ip("netns", "del", ns)
+
+
+def test_ipip_tunnel_in_fresh_namespace() -> None:
+    shown = _link_in_fresh_namespace(
+        "ipip", "type", "ipip", "local", "192.0.2.1", "remote", "192.0.2.2")
+    assert "ipip" in shown and "remote 192.0.2.2" in shown
+
+
+def test_modules_autoload_on_demand() -> None:
+    """vrf is not preloaded: the kernel's request_module must reach the guest's modprobe."""
+    shown = _link_in_fresh_namespace("vrf", "type", "vrf", "table", "10")
+    assert "vrf table 10" in shown
 
 
 def test_tcp_plb_sysctl() -> None:

@@ -66,6 +66,7 @@ def test_pytest_kernel_runs_the_tests_in_the_guest(tmp_path: Path) -> None:
     assert outcomes == {
         "test_runs_the_requested_kernel": "pass",
         "test_ipip_tunnel_in_fresh_namespace": "pass",  # the host kernel has no ipip
+        "test_modules_autoload_on_demand": "pass",
         "test_tcp_plb_sysctl": "xfail",  # strict xfail from kernels/expectations.toml
     }
 
