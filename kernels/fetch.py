@@ -54,7 +54,6 @@ def fetch(spec: KernelSpec, status: Status) -> BootableKernel:
         case RunningKernel():
             return _running(spec)
         case SourceKernel():
-            raise KernelsError(
-                f"kernel {spec.name}: kind 'source' (building {spec.tree}) is not yet supported; "
-                "build it yourself and use kind 'path' with the bzImage and modules"
-            )
+            # Imported here: the build machinery is only needed for source kernels.
+            from kernels.build.matrix_source import fetch_source
+            return fetch_source(spec, status)

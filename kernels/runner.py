@@ -8,6 +8,8 @@ the caller's working directory (the guest sees the same paths), with this enviro
 - NETREGRESS_EXPECTATIONS: the expectations file, if not the packaged one;
 - NETREGRESS_PROGRESS: the streaming result log (progress_log.py), for crash salvage;
 - NETREGRESS_ARTIFACTS: netns' evidence folder, inside the output share so it comes back;
+- NETREGRESS_IN_VM=1: inside a guest (not the running kernel's host run), whose root
+  namespace may be changed: the VM is thrown away;
 - NETREGRESS_EMULATED=tcg: inside a TCG guest, so timing-sensitive code widens tolerances.
 """
 
@@ -87,6 +89,8 @@ def _env(kernel: BootableKernel, options: RunOptions, accel: str, out: str) -> d
     }
     if options.expectations is not None:
         env["NETREGRESS_EXPECTATIONS"] = str(options.expectations.resolve())
+    if accel != "host":
+        env["NETREGRESS_IN_VM"] = "1"  # the root namespace belongs to a throwaway guest
     if accel == "tcg":
         env["NETREGRESS_EMULATED"] = "tcg"
     return env

@@ -85,12 +85,12 @@ def missing_reason(*features: str) -> str | None:
 
 
 def in_netregress_vm() -> bool:
-    """True inside a guest booted by the kernel matrix (it exports NETREGRESS_GUEST=1).
+    """True inside a guest booted by the kernel matrix (it exports NETREGRESS_IN_VM=1).
 
     Only there may a case change global, root-namespace-only knobs such as
     net.core.netdev_budget: the guest is thrown away after the run.
     """
-    return bool(os.environ.get("NETREGRESS_GUEST"))
+    return bool(os.environ.get("NETREGRESS_IN_VM"))
 
 
 def kernel_version() -> tuple[int, int]:

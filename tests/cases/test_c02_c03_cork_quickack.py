@@ -17,7 +17,8 @@ Oracle: a real server and client in two namespaces over a veth; tcpdump on the s
 side; server→client data segments counted per response from the 3rd request on (the first
 ones are ACKed at once by design: delayed ACK starts in quick-ACK mode):
   cork → 1, nodelay → 2 (the "broken" variant: cork off), header+body in one buffer → 1
-  with or without cork — for net.ipv4.tcp_autocorking 0 and 1. With `quickack 1`, each
+  with or without cork — for net.ipv4.tcp_autocorking 0 and 1 (with autocorking on, the
+  kernel may also merge the nodelay pair while the header is still queued: 1 or 2, recorded). With `quickack 1`, each
   request is answered first by a pure ACK, then the response; without it, no pure ACK.
 """
 
@@ -104,9 +105,14 @@ def test_c02_segments_per_response(topology, tmp_path: Path,
     responses = exchange(net, tmp_path, mode, autocorking)
     counts = [r.data_segments for r in responses]
     record_testsuite_property(f"c02_{mode}_autocork{autocorking}_segments", counts)
-    assert counts[STEADY_FROM:] == [expected] * (REQUESTS - STEADY_FROM), (
+    allowed = {expected}
+    if mode == "nodelay" and autocorking:
+        # Autocorking may legitimately hold the body while the header is still queued
+        # below TCP (it does on slow, emulated machines): 1 is correct too, and recorded.
+        allowed.add(1)
+    assert set(counts[STEADY_FROM:]) <= allowed, (
         f"{mode}, tcp_autocorking={autocorking}: data segments per response {counts}, "
-        f"expected {expected} from the 3rd request on")
+        f"expected {' or '.join(map(str, sorted(allowed)))} from the 3rd request on")
 
 
 @pytest.mark.parametrize("quickack", [True, False], ids=["quickack1", "no-quickack"])

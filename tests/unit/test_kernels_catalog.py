@@ -110,6 +110,6 @@ def test_path_kernel_without_modules_says_how_to_fix(tmp_path: Path) -> None:
     assert (kernel.release, kernel.version, kernel.modules) == ("6.13.0-rc1", "6.13.0-rc1", modules)
 
 
-def test_source_kind_is_not_yet_supported() -> None:
-    with pytest.raises(KernelsError, match="kind 'source' .* is not yet supported"):
-        fetch(SourceKernel("net-next", Path("/src/net-next")), print)
+def test_source_kind_that_is_not_a_kernel_tree_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(KernelsError, match="is not a kernel source tree"):
+        fetch(SourceKernel("net-next", tmp_path), print)
