@@ -8,7 +8,7 @@ neighbours → FDB. Any failure tears down what was built and re-raises.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .. import features
 from ..errors import FeatureMissing

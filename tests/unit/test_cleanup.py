@@ -107,5 +107,5 @@ def test_reaper_kills_orphans_inside_and_spares_live_runs(ns) -> None:
     deadline = time.monotonic() + 5
     while os.path.exists(f"/proc/{orphan}") and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not os.path.exists(f"/proc/{orphan}") or \
-        open(f"/proc/{orphan}/stat").read().split()[2] == "Z"
+    stat = Path(f"/proc/{orphan}/stat")
+    assert not stat.exists() or stat.read_text().split()[2] == "Z"  # gone, or a zombie
