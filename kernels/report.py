@@ -5,6 +5,7 @@ passes; the row makes such a kernel visibly red instead of hiding the finding in
 """
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,19 @@ def build(runs: list[KernelRun], collected: list[str]) -> Matrix:
     return Matrix(runs, [*rows, CONSOLE_ROW], cells)
 
 
+_TOLERANCE = re.compile(r"^packetdrill: .*?tolerance scale ([0-9.]+)", re.M)
+
+
+def _packetdrill_scale(run: KernelRun) -> str:
+    """The timing-tolerance scale the guest's packetdrill engine chose (its pytest header
+    line on the console): slow, emulated guests widen tolerances, and the report says so."""
+    try:
+        found = _TOLERANCE.search((run.out_dir / "console.log").read_text(errors="replace"))
+    except OSError:
+        return "-"
+    return f"x{found.group(1)}" if found else "-"
+
+
 def _kernel_line(run: KernelRun) -> list[str]:
     kernel = run.kernel
     boot = f"{run.boot_seconds:.1f}" if run.boot_seconds is not None else "-"
@@ -73,11 +87,13 @@ def _kernel_line(run: KernelRun) -> list[str]:
         run.accel,
         boot,
         f"{run.total_seconds:.1f}",
+        _packetdrill_scale(run),
         run.problem.reason if run.problem else "ok",
     ]
 
 
-KERNEL_HEADER = ["kernel", "release", "version", "accel", "boot s", "total s", "status"]
+KERNEL_HEADER = ["kernel", "release", "version", "accel", "boot s", "total s",
+                 "pkt tolerance", "status"]
 
 
 def _table(header: list[str], rows: list[list[str]], markdown: bool) -> str:

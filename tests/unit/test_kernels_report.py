@@ -128,3 +128,13 @@ def test_progress_log_blames_the_unfinished_test(tmp_path: Path) -> None:
     finished, running = progress_log.read(log)
     assert finished == [TestResult(A, "pass")] and running == B
     assert progress_log.read(tmp_path / "absent.jsonl") == ([], None)
+
+
+def test_kernel_table_says_how_far_packetdrill_widened_timing(tmp_path: Path) -> None:
+    runs = _runs(tmp_path)
+    runs[0].out_dir.mkdir(parents=True)
+    (runs[0].out_dir / "console.log").write_text(
+        "[    1.0] booted\npacketdrill: builtin engine; tolerance scale 6.25 (calibrated: "
+        "wake-up lateness p99 562 us, cpu 12.5x reference)\n")
+    kernels = to_json(build(runs, [A, B, C]))["kernels"]
+    assert [k["pkt tolerance"] for k in kernels] == ["x6.25", "-"]  # type: ignore[index]
