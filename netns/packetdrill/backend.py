@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -17,7 +16,7 @@ from dataclasses import dataclass
 
 from .errors import PacketdrillError, UsageError
 from .loader import CliOptions, load_script
-from .netenv import die_with_parent
+from .netenv import run_child
 from .result import RunResult
 from .upstream import run_upstream
 
@@ -81,27 +80,21 @@ def run_isolated(backend: Backend, path: str, options: CliOptions,
     argv.append(path)
     started = time.monotonic()
     try:
-        # Like upstream's runner, commands run from the script's folder (`./defaults.sh`).
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=die_with_parent,
-                                cwd=os.path.dirname(os.path.abspath(path)))
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            stdout, stderr = proc.communicate()
+        child = run_child(argv, path, timeout)
+        if child.timed_out:
             return RunResult(path, False, f"{path}: timed out after {timeout:.0f} s",
-                             stdout=stdout, stderr=stderr, exit_status=1,
+                             stdout=child.stdout, stderr=child.stderr, exit_status=1,
                              duration=time.monotonic() - started)
         try:
             with open(json_path) as handle:
                 result = RunResult.from_json(handle.read())
         except (OSError, ValueError, TypeError):
-            result = RunResult(path, False, stderr.strip() or
-                               f"{path}: engine exited with status {proc.returncode}",
-                               exit_status=proc.returncode or 1)
+            result = RunResult(path, False, child.stderr.strip() or
+                               f"{path}: engine exited with status {child.returncode}",
+                               exit_status=child.returncode or 1)
     finally:
         os.unlink(json_path)
+    stdout, stderr = child.stdout, child.stderr
     result.stdout, result.stderr = stdout, stderr
     result.duration = time.monotonic() - started
     return result

@@ -14,6 +14,7 @@ import signal
 import socket
 import struct
 import subprocess
+from dataclasses import dataclass
 
 from .config import Config, local_prefix_len, remote_network
 from .errors import RuntimeFailure
@@ -35,6 +36,31 @@ _libc = ctypes.CDLL(None, use_errno=True)
 def die_with_parent() -> None:
     """Have the kernel SIGKILL us when our parent dies, so nothing outlives a killed runner."""
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+@dataclass
+class ChildRun:
+    """What a child engine process (ours or upstream's) left behind."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+
+def run_child(argv: list[str], script: str, timeout: float) -> ChildRun:
+    """Run *argv* from *script*'s folder, as upstream's corpus runner does (scripts name
+    ``./defaults.sh``-style paths), killed with us and after *timeout* seconds."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=die_with_parent,
+                            cwd=os.path.dirname(os.path.abspath(script)))
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        return ChildRun(proc.returncode, stdout, stderr, False)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        return ChildRun(1, stdout, stderr, True)
 
 
 def realtime_priority() -> None:

@@ -6,13 +6,11 @@ structured result is the same :class:`RunResult` the builtin engine produces.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import time
 
 from .loader import CliOptions
-from .netenv import die_with_parent
+from .netenv import run_child
 from .result import RunResult
 
 # Our own extensions never reach the binary; --tolerance_scale is folded into
@@ -68,16 +66,9 @@ def run_upstream(binary: str, path: str, options: CliOptions, base_tolerance: in
     runner (scripts name ``../common/defaults.sh``-style paths), and parse its output."""
     argv = _NETNS_WRAPPER + upstream_argv(binary, path, options, base_tolerance)
     started = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=die_with_parent,
-                            cwd=os.path.dirname(os.path.abspath(path)))
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        stdout, stderr = proc.communicate()
-        stderr += f"\n{path}: timed out after {timeout:.0f} s"
-    result = parse_output(path, proc.returncode if proc.returncode is not None else 1,
-                          stdout, stderr)
+    child = run_child(argv, path, timeout)
+    stderr = child.stderr + (f"\n{path}: timed out after {timeout:.0f} s" if child.timed_out
+                             else "")
+    result = parse_output(path, child.returncode, child.stdout, stderr)
     result.duration = time.monotonic() - started
     return result
