@@ -83,7 +83,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         reporter.write_line(f"netregress: reaped {len(reaped)} namespace(s) left by dead runs")
 
 
+def _vm_kernel(config: pytest.Config) -> str | None:
+    """The ``--kernel`` the tests are sent to (kernels plugin), or None: on this kernel."""
+    return config.getoption("kernel", default=None)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    if _vm_kernel(config):
+        return []  # the tests run in a VM; probing this host's kernel would mislead
     try:
         have = [f for f in _REPORT_FEATURES if features.has(f)]
     except NetregressError as exc:
@@ -165,7 +172,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             rows.append((rep.nodeid, outcome, reason))
     if not rows:
         return
-    terminalreporter.section(f"netregress summary (kernel {platform.release()})")
+    vm_kernel = _vm_kernel(terminalreporter.config)
+    where = f"{vm_kernel}, in a VM" if vm_kernel else platform.release()
+    terminalreporter.section(f"netregress summary (kernel {where})")
     width = min(max(len(r[0]) for r in rows), 90)
     for nodeid, outcome, reason in sorted(rows):
         terminalreporter.write_line(f"{outcome.upper():8} {nodeid:{width}} {reason}".rstrip())

@@ -115,6 +115,8 @@ def pytest_configure_node(node: Any) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     backend = config.stash[_BACKEND_KEY]
     name = backend.name if backend.name == "builtin" else f"upstream {backend.binary}"
+    if config.getoption("kernel", default=None):
+        return [f"packetdrill: {name} engine; timing calibrated inside the VM guest"]
     return [f"packetdrill: {name} engine; {config.stash[_SCALE_KEY][1]}"]
 
 
