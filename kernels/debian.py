@@ -38,9 +38,12 @@ def mirror() -> str:
     try:
         text = HOST_SOURCES.read_text()
     except OSError:
-        return "http://deb.debian.org/debian"
+        text = ""
     uris = [uri for uri in re.findall(r"^URIs:\s*(\S+)", text, re.M) if "security" not in uri]
-    return uris[0] if uris else "http://deb.debian.org/debian"
+    if not uris:
+        raise KernelsError(f"no Debian archive found in {HOST_SOURCES}: Debian kernels are "
+                           f"fetched through the mirror this machine's apt already uses")
+    return uris[0]
 
 
 class AptSuite:
