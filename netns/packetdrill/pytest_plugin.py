@@ -23,55 +23,12 @@ from .calibrate import Calibration, measure
 from .errors import PacketdrillError, UsageError
 from .loader import CliOptions, load_script, read_script
 from .result import RunResult
+from .variants import COMMON_OPTIONS, EXPECT_FAIL, SKIP_IF_HAS, variant_options, variants_for
 
-_EXPECT_FAIL = re.compile(r"//\s*netregress:\s*expect-fail:\s*(.+?)\s*$", re.M)
-# For scripts whose expectations rely on a driver being absent (netns.features names).
-_SKIP_IF_HAS = re.compile(r"//\s*netregress:\s*skip-if-kernel-has:\s*(.+?)\s*$", re.M)
-_IP_VERSION_LINE = re.compile(r"^--ip_version=(\S+)", re.M)
-_V4_COMMON = ["--local_ip=192.168.0.1", "--gateway_ip=192.168.0.1", "--netmask_ip=255.255.0.0",
-              "--remote_ip=192.0.2.1", "-D", "TFO_COOKIE=3021b9d889017eeb",
-              "-D", "CODE=host_unreachable"]
-# The variants and arguments upstream's corpus runner uses (reference §10.2).
-VARIANTS: dict[str, list[str]] = {
-    "ipv4": ["--ip_version=ipv4", *_V4_COMMON, "-D", "CMSG_LEVEL_IP=SOL_IP",
-             "-D", "CMSG_TYPE_RECVERR=IP_RECVERR"],
-    "ipv4-mapped-ipv6": ["--ip_version=ipv4-mapped-ipv6", *_V4_COMMON,
-                         "-D", "CMSG_LEVEL_IP=SOL_IPV6", "-D", "CMSG_TYPE_RECVERR=IPV6_RECVERR"],
-    "ipv6": ["--ip_version=ipv6", "--mtu=1520", "--local_ip=fd3d:0a0b:17d6::1",
-             "--gateway_ip=fd3d:0a0b:17d6:8888::1", "--remote_ip=fd3d:fa7b:d17d::1",
-             "-D", "TFO_COOKIE=c1d1e9742a47a9bc", "-D", "CMSG_LEVEL_IP=SOL_IPV6",
-             "-D", "CMSG_TYPE_RECVERR=IPV6_RECVERR"],
-}
 _BACKEND_KEY = pytest.StashKey[Backend]()
 _SCALE_KEY = pytest.StashKey[tuple[float, str]]()
 _CALIBRATION_KEY = pytest.StashKey[Calibration]()
 _CALIBRATION = "netregress_packetdrill_calibration"
-
-
-def variant_options(variant: str) -> CliOptions:
-    """The variant's arguments as (name, value) options."""
-    args, options, i = VARIANTS[variant], [], 0
-    while i < len(args):
-        if args[i] == "-D":
-            options.append(("define", args[i + 1]))
-            i += 2
-            continue
-        name, _, value = args[i][2:].partition("=")
-        options.append((name, value))
-        i += 1
-    return options
-
-
-def variants_for(path: Path, text: str) -> list[str]:
-    """Upstream's corpus rules: ``*v6.pkt`` is IPv6 only, ``*v4.pkt`` v4 and mapped only, and
-    a ``--ip_version=`` line restricts the script to that variant."""
-    name = path.name
-    chosen = (["ipv6"] if name.endswith("v6.pkt") else
-              ["ipv4", "ipv4-mapped-ipv6"] if name.endswith("v4.pkt") else list(VARIANTS))
-    pinned = _IP_VERSION_LINE.search(text)
-    if pinned:
-        chosen = [v for v in chosen if v == pinned.group(1)] or [pinned.group(1)]
-    return [v for v in chosen if v in VARIANTS]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -131,7 +88,7 @@ def run_for_test(config: pytest.Config, path: Path, variant: str) -> RunResult:
     calibrated tolerance, and a pcap in the current test's artifact folder (kept on failure).
 
     Also what Python cases use when they wrap a script to assert more than it can."""
-    options = variant_options(variant) + [("send_omit_free", None)]
+    options = variant_options(variant) + COMMON_OPTIONS
     scale = config.stash[_SCALE_KEY][0]
     if scale != 1.0:
         options.append(("tolerance_scale", f"{scale}"))
@@ -150,7 +107,7 @@ class PktFile(pytest.File):
         except PacketdrillError as err:
             yield PktLintError.from_parent(self, name="lint", message=err.text)
             return
-        expect = _EXPECT_FAIL.search(text)
+        expect = EXPECT_FAIL.search(text)
         variants = variants_for(self.path, text)
         if expect is None:
             for variant in variants:
@@ -160,7 +117,7 @@ class PktFile(pytest.File):
                 except PacketdrillError as err:
                     yield PktLintError.from_parent(self, name="lint", message=err.text)
                     return
-        skip_if = _SKIP_IF_HAS.search(text)
+        skip_if = SKIP_IF_HAS.search(text)
         for variant in variants:
             yield PktItem.from_parent(self, name=variant, variant=variant,
                                       expect_fail=expect.group(1) if expect else None,

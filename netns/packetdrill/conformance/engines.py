@@ -1,0 +1,62 @@
+"""The two sides being compared: the builtin engine, and a reference (a binary, or the runs
+recorded in a saved JSON for machines that have no binary).
+
+Both live engines run each job through :func:`..backend.run_isolated`: a child process in its
+own anonymous network namespace (``unshare``), started from the script's folder. Anonymous
+namespaces have no name to collide or leak, and vanish with their last process, which dies
+with us (``PR_SET_PDEATHSIG``) — so a parallel run, a crash or Ctrl-C leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..backend import Backend, run_isolated
+from .corpus import Job
+from .outcome import SKIP, Outcome, from_result
+
+
+class Engine(Protocol):
+    name: str
+    live: bool      # False: results are recorded, re-running cannot change them
+
+    def run(self, job: Job) -> Outcome: ...
+
+
+@dataclass
+class LiveEngine:
+    """``builtin``, or ``reference`` with the binary's path."""
+
+    name: str
+    backend: Backend
+    timeout: float
+    live: bool = True
+
+    def run(self, job: Job) -> Outcome:
+        skipped = _skip_reason(job)
+        if skipped:
+            return Outcome(SKIP, skipped)
+        return from_result(run_isolated(self.backend, str(job.script), job.options,
+                                        self.timeout))
+
+
+@dataclass
+class RecordedEngine:
+    """The reference side of ``--against``: outcomes keyed by :attr:`Job.key`."""
+
+    outcomes: dict[str, Outcome]
+    name: str = "reference"
+    live: bool = False
+
+    def run(self, job: Job) -> Outcome:
+        return self.outcomes[job.key]
+
+
+def _skip_reason(job: Job) -> str:
+    """Our corpus's ``skip-if-kernel-has`` marker, checked with the library's kernel probes."""
+    if not job.skip_if_has:
+        return ""
+    from netns import features
+    present = [name for name in job.skip_if_has if features.has(name)]
+    return f"kernel has {', '.join(present)}" if present else ""

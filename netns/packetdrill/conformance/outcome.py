@@ -1,0 +1,60 @@
+"""One engine's verdict on one job, reduced to what conformance compares and reports.
+
+Why reduce: the two engines word the same failure differently and print paths differently,
+so the harness compares verdicts (PASS / FAIL / TIMEOUT / SKIP) and keeps only the first
+error line, path-free, to group disagreements by cause.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..result import RunResult
+
+PASS, FAIL, TIMEOUT, SKIP = "PASS", "FAIL", "TIMEOUT", "SKIP"
+_LOCATED = re.compile(r"^(?:\S*/)?(?P<rest>[^/\s:]+:\d+: .*)$")
+_TIMED_OUT = re.compile(r": timed out after \d+ s$", re.M)
+_KEEP_LINES = 40
+
+
+@dataclass
+class Outcome:
+    verdict: str
+    first_error: str = ""
+    seconds: float = 0.0
+    message: str = ""          # the diagnostic's first lines, paths as the engine printed them
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == PASS
+
+
+def first_error(message: str) -> str:
+    """The first ``file:line: text`` line (directory dropped), else the first non-empty line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    for line in lines:
+        located = _LOCATED.match(line)
+        if located:
+            return located.group("rest")
+    return _drop_dirs(lines[0]) if lines else ""
+
+
+def _drop_dirs(line: str) -> str:
+    return re.sub(r"(?:/[^/\s:]+)+/([^/\s:]+)", r"\1", line)
+
+
+def from_result(result: RunResult) -> Outcome:
+    if result.passed:
+        return Outcome(PASS, seconds=round(result.duration, 3))
+    message = result.message or result.stderr or f"exit status {result.exit_status}"
+    verdict = TIMEOUT if _TIMED_OUT.search(message) else FAIL
+    kept = "\n".join(message.splitlines()[:_KEEP_LINES])
+    return Outcome(verdict, first_error(message), round(result.duration, 3), kept)
+
+
+def cause(outcome: Outcome) -> str:
+    """The group key of a failure: its first error without script name, line and numbers, so
+    the same engine problem in many scripts lands in one group."""
+    text = re.sub(r"^[^\s:]+:\d+: ", "", outcome.first_error or outcome.verdict)
+    return re.sub(r"\d+(?:\.\d+)?", "N", text)

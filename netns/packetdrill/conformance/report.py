@@ -1,0 +1,66 @@
+"""The terminal report of a conformance run: environment, agreement table, false passes,
+and the reproducible disagreements grouped by their first error.
+
+It reads only the JSON document, so a run inside a VM guest (``--kernel``) is reported on
+the host exactly like a local one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .environment import describe
+
+_COLUMNS = ("runs", "compared", "builtin PASS", "reference PASS", "agree 1st", "flakes",
+            "reproducible", "false passes", "agreement")
+
+
+def render(doc: dict[str, Any]) -> str:
+    out = [f"conformance: corpus {doc['corpus']} ({doc['convention']} conventions), "
+           f"{doc['summary']['runs']} runs, reference: {_reference(doc)}"]
+    out += [f"  {line}" for line in describe(doc["environment"])]
+    rows = [(variant, s) for variant, s in doc["per_variant"].items()]
+    rows.append(("all", doc["summary"]))
+    table = [("variant", *_COLUMNS)]
+    for name, s in rows:
+        table.append((name, str(s["runs"]), str(s["compared"]), str(s["passed"]["builtin"]),
+                      str(s["passed"]["reference"]), str(s["agreed"]), str(s["flakes"]),
+                      str(s["reproducible"]), str(len(s["false_passes"])),
+                      f"{s['agreement_percent']:.1f} %"))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    out.append("")
+    out += ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w)
+                      in enumerate(zip(row, widths))) for row in table]
+    summary = doc["summary"]
+    ratio = summary["median_wall_ratio"]
+    if ratio is not None:
+        out.append(f"median wall per run, builtin / reference: {ratio:.2f}x")
+    if doc["reference"]["kind"] == "none":
+        return "\n".join(out) + "\n"
+    false_passes = summary["false_passes"]
+    out.append("")
+    out.append(f"FALSE PASSES (builtin PASS, reference FAIL every time): {len(false_passes)}"
+               if false_passes else "false passes: 0")
+    out += [f"  {key}" for key in false_passes]
+    if summary["groups"]:
+        out.append("")
+        out.append(f"reproducible disagreements by first error "
+                   f"(re-run alone up to {doc['reruns']}x):")
+        for group in summary["groups"]:
+            out.append(f"  [{len(group['jobs'])}] {group['kind']}: {group['cause']}")
+            out += [f"      {key}" for key in group["jobs"]]
+    flaky = [e for e in doc["entries"] if e.get("reproducible") is False]
+    if flaky:
+        out.append("")
+        out.append("flakes (disagreed once, agreed when re-run alone):")
+        out += [f"  {e['script']} [{e['variant']}]" for e in flaky]
+    return "\n".join(out) + "\n"
+
+
+def _reference(doc: dict[str, Any]) -> str:
+    reference = doc["reference"]
+    if reference["kind"] == "binary":
+        return f"binary {reference['binary']}"
+    if reference["kind"] == "recorded":
+        return f"recorded runs in {reference['against']}"
+    return "none (builtin engine only)"
