@@ -76,7 +76,7 @@ def _pytest_argv(options: RunOptions, junit: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _env(kernel: BootableKernel, options: RunOptions, accel: str, out: str) -> dict[str, str]:
+def guest_env(kernel: BootableKernel, options: RunOptions, accel: str, out: str) -> dict[str, str]:
     """The guest's environment; `out` is the output dir as the guest sees it."""
     env = {
         "NETREGRESS_KERNEL": kernel.name,
@@ -101,7 +101,7 @@ def _on_host(
 ) -> int | None:
     """The running kernel: the suite runs directly on the host, same contract as a guest."""
     argv = _pytest_argv(options, str(run.out_dir / "junit.xml"))
-    env = {**os.environ, **_env(kernel, options, "host", str(run.out_dir))}
+    env = {**os.environ, **guest_env(kernel, options, "host", str(run.out_dir))}
     start = time.monotonic()
     with (run.out_dir / "console.log").open("wb") as log:
         proc = children.spawn(argv, log, cwd=options.cwd, env=env)
@@ -129,7 +129,7 @@ def _in_vm(
     command = GuestCommand(
         argv=_pytest_argv(options, f"{GUEST_OUT}/junit.xml"),
         cwd=options.cwd,
-        env=_env(kernel, options, accel, GUEST_OUT),
+        env=guest_env(kernel, options, accel, GUEST_OUT),
         modules=GUEST_MODULES,
     )
     result = launcher.run(Boot(kernel, command, run.out_dir, accel, options.timeout), status)

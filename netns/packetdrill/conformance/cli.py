@@ -1,7 +1,8 @@
 """``scripts/conformance``: the command line over the harness modules.
 
 Exit status: 0 every compared run agrees (flakes aside), 1 a reproducible disagreement,
-2 bad input (corpus, binary, reference JSON, arguments), 130 interrupted.
+2 bad input (corpus, binary, reference JSON, arguments), 3 the --kernel guest did not finish,
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -12,17 +13,18 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..backend import DEFAULT_TIMEOUT, Backend
 from . import environment, record, report
 from .compare import agrees, summarize
 from .corpus import CONVENTIONS, IP_VERSIONS, CorpusError, find_jobs
 from .engines import Engine, LiveEngine, RecordedEngine
+from .errors import GuestProblem, UsageProblem
 from .progress import Progress
 from .runner import rerun_alone, run_all
 
-OK, DISAGREE, BAD_INPUT, INTERRUPTED = 0, 1, 2, 130
+OK, DISAGREE, BAD_INPUT, INCOMPLETE, INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def parser() -> argparse.ArgumentParser:
@@ -59,6 +61,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel-accel", choices=("auto", "kvm", "tcg"), default="auto",
                    help=argparse.SUPPRESS)
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--progress-file", type=Path, help=argparse.SUPPRESS)   # --kernel's guest
     return p
 
 
@@ -77,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     except (CorpusError, record.ReferenceError, UsageProblem) as err:
         print(f"conformance: {err}", file=sys.stderr)
         return BAD_INPUT
+    except GuestProblem as err:
+        print(f"conformance: {err}", file=sys.stderr)
+        return INCOMPLETE
     except KeyboardInterrupt:
         # Worker threads and their children (each in an anonymous namespace, dying with
         # us by PR_SET_PDEATHSIG) go with the process; nothing named is left to clean.
@@ -88,10 +94,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         print(f"JSON: {args.out}")
     return status
-
-
-class UsageProblem(Exception):
-    """An argument that parses but cannot be used (missing binary, bad --jobs …)."""
 
 
 def _without_kernel(argv: list[str]) -> list[str]:
@@ -139,8 +141,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> tuple[dict[str, Any], int]
                           "binary": recorded["reference"].get("binary"),
                           "recorded": recorded.get("created")}
     facts = environment.probe()
-    progress = Progress(len(jobs) * sum(e.live for e in engines),
-                        stream=open(os.devnull, "w") if args.quiet else None)
+    progress = Progress(len(jobs) * sum(e.live for e in engines), stream=_progress_stream(args))
     for line in environment.describe(facts):
         progress.note(f"conformance: {line}")
     runs = run_all(jobs, engines, args.jobs, progress)
@@ -161,6 +162,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> tuple[dict[str, Any], int]
     }
     doc = record.document(meta, facts, jobs, runs, reruns, summary, per_variant)
     return doc, DISAGREE if summary.reproducible else OK
+
+
+def _progress_stream(args: argparse.Namespace) -> TextIO | None:
+    if args.progress_file:
+        return open(args.progress_file, "w", buffering=1)
+    return open(os.devnull, "w") if args.quiet else None
 
 
 def _binary(path: str) -> str:

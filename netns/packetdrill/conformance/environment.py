@@ -60,10 +60,11 @@ def in_namespace() -> dict[str, Any]:
             "tcp_ecn_accepted": ecn}
 
 
-def config_hz() -> int | None:
-    """CONFIG_HZ from /proc/config.gz or /boot/config-<release>; None if neither exists."""
+def config_hz(*candidates: Path) -> int | None:
+    """CONFIG_HZ from the first readable kernel config: ``candidates``, /proc/config.gz, or
+    /boot/config-<release>; None if there is none."""
     release = os.uname().release
-    for path in (Path("/proc/config.gz"), Path(f"/boot/config-{release}")):
+    for path in (*candidates, Path("/proc/config.gz"), Path(f"/boot/config-{release}")):
         try:
             raw = path.read_bytes()
         except OSError:

@@ -18,6 +18,9 @@ _COLUMNS = ("runs", "compared", "builtin PASS", "reference PASS", "agree 1st", "
 def render(doc: dict[str, Any]) -> str:
     out = [f"conformance: corpus {doc['corpus']} ({doc['convention']} conventions), "
            f"{doc['summary']['runs']} runs, reference: {_reference(doc)}"]
+    if "kernel" in doc:
+        kernel = doc["kernel"]
+        out.append(f"  guest kernel {kernel['name']} {kernel['version']} ({kernel['accel']})")
     out += [f"  {line}" for line in describe(doc["environment"])]
     rows = [(variant, s) for variant, s in doc["per_variant"].items()]
     rows.append(("all", doc["summary"]))
