@@ -11,6 +11,7 @@ import argparse
 import datetime
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         from .build import main as build_main
         return build_main(argv[1:])
     args = parser().parse_args(argv)
+    _interrupt_on_signals()
     try:
         if args.kernel:
             from .guest import run_in_kernel
@@ -94,6 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         print(f"JSON: {args.out}")
     return status
+
+
+def _interrupt_on_signals() -> None:
+    """Ctrl-C, SIGTERM and SIGHUP all end the run the same way (even when the shell that
+    started us in the background ignores SIGINT)."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, interrupt)
 
 
 def _without_kernel(argv: list[str]) -> list[str]:
@@ -185,5 +196,6 @@ def _record_command(args: argparse.Namespace) -> str | None:
         return None
     words = ["scripts/conformance", "--corpus", str(args.corpus), "--conventions",
              args.conventions, "--ip-version", args.ip_version, "--jobs", str(args.jobs),
+             "--reruns", str(args.reruns), "--timeout", f"{args.timeout:g}",
              "--reference", args.reference or "PATH/TO/packetdrill", "--out", str(args.out)]
     return shlex.join(words)

@@ -22,6 +22,12 @@ def render(doc: dict[str, Any]) -> str:
         kernel = doc["kernel"]
         out.append(f"  guest kernel {kernel['name']} {kernel['version']} ({kernel['accel']})")
     out += [f"  {line}" for line in describe(doc["environment"])]
+    if doc["reference"]["kind"] == "none":
+        s = doc["summary"]
+        failed = [f"  {e['script']} [{e['variant']}]: {e['runs']['builtin']['first_error']}"
+                  for e in doc["entries"] if e["runs"]["builtin"]["verdict"] != "PASS"]
+        return "\n".join(out + [f"builtin engine: {s['passed']['builtin']} of {s['runs']} runs "
+                                f"passed (no reference to compare with)", *failed]) + "\n"
     rows = [(variant, s) for variant, s in doc["per_variant"].items()]
     rows.append(("all", doc["summary"]))
     table = [("variant", *_COLUMNS)]
@@ -38,8 +44,6 @@ def render(doc: dict[str, Any]) -> str:
     ratio = summary["median_wall_ratio"]
     if ratio is not None:
         out.append(f"median wall per run, builtin / reference: {ratio:.2f}x")
-    if doc["reference"]["kind"] == "none":
-        return "\n".join(out) + "\n"
     false_passes = summary["false_passes"]
     out.append("")
     out.append(f"FALSE PASSES (builtin PASS, reference FAIL every time): {len(false_passes)}"

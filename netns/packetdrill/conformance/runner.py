@@ -29,17 +29,17 @@ def run_all(jobs: Sequence[Job], engines: Sequence[Engine], workers: int,
             for job in jobs:
                 runs[job.key][engine.name] = engine.run(job)
     tasks = [(job, engine) for job in jobs for engine in engines if engine.live]
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(engine.run, job): (job, engine) for job, engine in tasks}
-        try:
-            for future in as_completed(futures):
-                job, engine = futures[future]
-                outcome = future.result()
-                runs[job.key][engine.name] = outcome
-                progress.step(f"{engine.name:<9} {job.key}", outcome.verdict, outcome.seconds)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    # No `with`: its exit waits for running tasks, and on Ctrl-C we must not wait 180 s.
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    futures = {pool.submit(engine.run, job): (job, engine) for job, engine in tasks}
+    try:
+        for future in as_completed(futures):
+            job, engine = futures[future]
+            outcome = future.result()
+            runs[job.key][engine.name] = outcome
+            progress.step(f"{engine.name:<9} {job.key}", outcome.verdict, outcome.seconds)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     progress.finish()
     return runs
 
