@@ -241,3 +241,16 @@ def test_build_reference_rejects_a_folder_that_is_not_packetdrill(tmp_path: Path
     done = conformance("build-reference", "--source", tmp_path)
     assert done.returncode == 2
     assert "not a packetdrill source tree" in done.stderr
+
+
+def test_skip_marker_skips_both_engines_and_is_not_compared(tmp_path: Path) -> None:
+    corpus = tmp_path / "ours"
+    corpus.mkdir()
+    (corpus / "needs-no-veth.pkt").write_text(
+        "// netregress: skip-if-kernel-has: veth\n--ip_version=ipv4\n" + FAILING)
+    out = tmp_path / "run.json"
+    done = conformance("--corpus", corpus, "--conventions", "ours", "--out", out)
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(out.read_text())["entries"][0]
+    assert entry["runs"]["builtin"] == {"verdict": "SKIP", "first_error": "kernel has veth",
+                                        "seconds": 0.0, "message": ""}

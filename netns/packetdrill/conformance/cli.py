@@ -20,7 +20,7 @@ from ..backend import DEFAULT_TIMEOUT, Backend
 from . import environment, record, report
 from .compare import agrees, summarize
 from .corpus import CONVENTIONS, IP_VERSIONS, CorpusError, find_jobs
-from .engines import Engine, LiveEngine, RecordedEngine
+from .engines import Engine, LiveEngine, RecordedEngine, skip_reasons
 from .errors import GuestProblem, UsageProblem
 from .progress import Progress
 from .runner import rerun_alone, run_all
@@ -100,8 +100,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _interrupt_on_signals() -> None:
     """Ctrl-C, SIGTERM and SIGHUP all end the run the same way (even when the shell that
-    started us in the background ignores SIGINT)."""
+    started us in the background ignores SIGINT).
+
+    Only in this process: a library child forked from us (pyroute2 creates namespaces in
+    one and ends it with SIGTERM) inherits the handler, and must die, not unwind into our
+    code and carry on running the corpus."""
+    owner = os.getpid()
+
     def interrupt(signum: int, frame: object) -> None:
+        if os.getpid() != owner:
+            os._exit(128 + signum)
         raise KeyboardInterrupt
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, interrupt)
@@ -134,12 +142,14 @@ def run(args: argparse.Namespace, argv: list[str]) -> tuple[dict[str, Any], int]
     if not jobs:
         raise CorpusError(f"no runs: --ip-version {args.ip_version} matches no script variant "
                           f"under {args.corpus}")
-    engines: list[Engine] = [LiveEngine("builtin", Backend("builtin"), args.timeout)]
+    skipped = skip_reasons(jobs)
+    engines: list[Engine] = [LiveEngine("builtin", Backend("builtin"), args.timeout, skipped)]
     reference_meta: dict[str, Any] = {"kind": "none"}
     recorded: dict[str, Any] = {}
     if args.reference:
         binary = _binary(args.reference)
-        engines.append(LiveEngine("reference", Backend("upstream", binary), args.timeout))
+        engines.append(LiveEngine("reference", Backend("upstream", binary), args.timeout,
+                                  skipped))
         reference_meta = {"kind": "binary", "binary": binary}
     elif args.against:
         recorded = record.load(args.against)
@@ -150,7 +160,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> tuple[dict[str, Any], int]
         engines.append(RecordedEngine(outcomes))
         reference_meta = {"kind": "recorded", "against": str(args.against),
                           "binary": recorded["reference"].get("binary"),
-                          "recorded": recorded.get("created")}
+                          "recorded": recorded.get("created"),
+                          "kernel_release": recorded["environment"].get("kernel_release")}
     facts = environment.probe()
     progress = Progress(len(jobs) * sum(e.live for e in engines), stream=_progress_stream(args))
     for line in environment.describe(facts):

@@ -9,7 +9,7 @@ with us (``PR_SET_PDEATHSIG``) — so a parallel run, a crash or Ctrl-C leaves n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..backend import Backend, run_isolated
@@ -26,17 +26,18 @@ class Engine(Protocol):
 
 @dataclass
 class LiveEngine:
-    """``builtin``, or ``reference`` with the binary's path."""
+    """``builtin``, or ``reference`` with the binary's path; ``skipped`` maps job keys to
+    the reason they are not run (from :func:`skip_reasons`)."""
 
     name: str
     backend: Backend
     timeout: float
+    skipped: dict[str, str] = field(default_factory=dict)
     live: bool = True
 
     def run(self, job: Job) -> Outcome:
-        skipped = _skip_reason(job)
-        if skipped:
-            return Outcome(SKIP, skipped)
+        if job.key in self.skipped:
+            return Outcome(SKIP, self.skipped[job.key])
         return from_result(run_isolated(self.backend, str(job.script), job.options,
                                         self.timeout))
 
@@ -53,10 +54,15 @@ class RecordedEngine:
         return self.outcomes[job.key]
 
 
-def _skip_reason(job: Job) -> str:
-    """Our corpus's ``skip-if-kernel-has`` marker, checked with the library's kernel probes."""
-    if not job.skip_if_has:
-        return ""
+def skip_reasons(jobs: list[Job]) -> dict[str, str]:
+    """Our corpus's ``skip-if-kernel-has`` markers, checked with the library's kernel probes.
+
+    Called once, before the worker threads start: a probe creates a namespace through
+    pyroute2, which forks, and forking a process whose threads hold locks is unsafe."""
     from netns import features
-    present = [name for name in job.skip_if_has if features.has(name)]
-    return f"kernel has {', '.join(present)}" if present else ""
+    reasons = {}
+    for job in jobs:
+        present = [name for name in job.skip_if_has if features.has(name)]
+        if present:
+            reasons[job.key] = f"kernel has {', '.join(present)}"
+    return reasons

@@ -56,6 +56,17 @@ def render(doc: dict[str, Any]) -> str:
         for group in summary["groups"]:
             out.append(f"  [{len(group['jobs'])}] {group['kind']}: {group['cause']}")
             out += [f"      {key}" for key in group["jobs"]]
+    reference = doc["reference"]
+    if reference["kind"] == "recorded":
+        here = doc["environment"].get("kernel_release")
+        if reference.get("kernel_release") != here:
+            out.append(f"note: the reference was recorded on kernel "
+                       f"{reference.get('kernel_release')}, this run is on {here}: a "
+                       f"kernel difference can change a verdict too")
+        if summary["reproducible"]:
+            out.append(f"conformance regression: the builtin engine's verdict differs from the "
+                       f"one {reference.get('binary')} recorded on {reference.get('recorded')} "
+                       f"for the runs above (the binary is right until proven otherwise)")
     flaky = [e for e in doc["entries"] if e.get("reproducible") is False]
     if flaky:
         out.append("")
