@@ -91,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         print("\nconformance: interrupted", file=sys.stderr, flush=True)
         os._exit(INTERRUPTED)
     if args.out:
-        record.write(args.out, doc)
+        try:
+            record.write(args.out, doc)
+        except OSError as err:
+            print(f"conformance: cannot write {args.out}: {err.strerror}", file=sys.stderr)
+            return BAD_INPUT
     sys.stdout.write(report.render(doc))
     if args.out:
         print(f"JSON: {args.out}")
@@ -161,7 +165,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> tuple[dict[str, Any], int]
         reference_meta = {"kind": "recorded", "against": str(args.against),
                           "binary": recorded["reference"].get("binary"),
                           "recorded": recorded.get("created"),
-                          "kernel_release": recorded["environment"].get("kernel_release")}
+                          "kernel_release": recorded.get("environment", {}).get("kernel_release")}
     facts = environment.probe()
     progress = Progress(len(jobs) * sum(e.live for e in engines), stream=_progress_stream(args))
     for line in environment.describe(facts):

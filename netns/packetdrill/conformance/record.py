@@ -84,6 +84,14 @@ def load(path: Path) -> dict[str, Any]:
 def reference_outcomes(doc: dict[str, Any], path: Path, jobs: list[Job],
                        corpus: Path) -> dict[str, Outcome]:
     """The recorded reference outcome of every job; raises when the file is stale for them."""
+    try:
+        return _reference_outcomes(doc, path, jobs, corpus)
+    except (KeyError, TypeError, AttributeError) as err:
+        raise ReferenceError(f"{path}: malformed conformance JSON ({err!r})") from None
+
+
+def _reference_outcomes(doc: dict[str, Any], path: Path, jobs: list[Job],
+                        corpus: Path) -> dict[str, Outcome]:
     if doc.get("reference", {}).get("kind") != "binary":
         raise ReferenceError(f"{path}: holds no runs of a reference binary "
                              f"(it was recorded without --reference)")
