@@ -53,9 +53,10 @@ def render(doc: dict[str, Any]) -> str:
         out.append("")
         out.append(f"reproducible disagreements by first error "
                    f"(re-run alone up to {doc['reruns']}x):")
+        entries = {f"{e['script']} [{e['variant']}]": e for e in doc["entries"]}
         for group in summary["groups"]:
             out.append(f"  [{len(group['jobs'])}] {group['kind']}: {group['cause']}")
-            out += [f"      {key}" for key in group["jobs"]]
+            out += [f"      {key}: {_both(entries[key])}" for key in group["jobs"]]
     reference = doc["reference"]
     if reference["kind"] == "recorded":
         here = doc["environment"].get("kernel_release")
@@ -73,6 +74,13 @@ def render(doc: dict[str, Any]) -> str:
         out.append("flakes (disagreed once, agreed when re-run alone):")
         out += [f"  {e['script']} [{e['variant']}]" for e in flaky]
     return "\n".join(out) + "\n"
+
+
+def _both(entry: dict[str, Any]) -> str:
+    """Both verdicts and first errors of one run, exactly as the engines printed them."""
+    return " | ".join(f"{name} {run['verdict']}" + (f": {run['first_error']}"
+                                                     if run["first_error"] else "")
+                      for name, run in entry["runs"].items())
 
 
 def _reference(doc: dict[str, Any]) -> str:
