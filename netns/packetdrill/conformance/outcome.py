@@ -57,4 +57,5 @@ def cause(outcome: Outcome) -> str:
     """The group key of a failure: its first error without script name, line and numbers, so
     the same engine problem in many scripts lands in one group."""
     text = re.sub(r"^[^\s:]+:\d+: ", "", outcome.first_error or outcome.verdict)
-    return re.sub(r"\d+(?:\.\d+)?", "N", text)
+    text = re.sub(r"\b0x[0-9a-fA-F]+\b", "N", text)
+    return re.sub(r"(?<![A-Za-z_])\d+(?:\.\d+)?", "N", text)
