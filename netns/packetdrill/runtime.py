@@ -393,7 +393,8 @@ class Runtime:
         expected = build(action, self.cfg, conn, inbound=False)
         spec = action.l4
         if isinstance(spec, TcpSpec):
-            actual = self.gather_tso(event, conn, action, expected, actual, timeout)
+            stamp, actual = self.gather_tso(event, conn, action, expected, (stamp, actual),
+                                            timeout)
             live_tcp = actual.l4
             assert isinstance(live_tcp, TcpHeader)
             learn_syn(conn, live_tcp, spec)
@@ -403,15 +404,21 @@ class Runtime:
         self.verify_packet(event, action, timed, prev, conn, expected, actual, stamp)
 
     def gather_tso(self, event: Event, conn: Conn, action: PacketEvent, expected: Packet,
-                   first: Packet, timeout: float) -> Packet:
-        """Merge a TSO train into one packet unless ``--strict_segments`` (§7.7)."""
+                   first: tuple[float, Packet], timeout: float) -> tuple[float, Packet]:
+        """Merge a TSO train into one packet unless ``--strict_segments`` (§7.7).
+
+        The merged packet carries the kernel timestamp of its *last* piece, as upstream's: a
+        train that pacing spreads out is only complete, and so only on time, when its last
+        piece has left.
+        """
         spec = action.l4
         assert isinstance(spec, TcpSpec)
-        fragments = [first]
+        stamp, packet = first
+        fragments = [packet]
         if self.cfg.strict_segments:
             return first
         while sum(len(f.payload) for f in fragments) < spec.length:
-            _, fragment = self.sniff(event, conn, action, timeout)
+            stamp, fragment = self.sniff(event, conn, action, timeout)
             if fragment_problem(fragments[-1], fragment, len(fragments[0].payload)):
                 total = sum(len(f.payload) for f in fragments) + len(fragment.payload)
                 lines = [f"error handling packet: fragment payload: expected "
@@ -423,7 +430,7 @@ class Runtime:
                           for i, f in enumerate(fragments + [fragment])]
                 raise self.fail(event, "\n".join(lines))
             fragments.append(fragment)
-        return merge(fragments) if len(fragments) > 1 else first
+        return stamp, merge(fragments) if len(fragments) > 1 else packet
 
     def script_dump(self, action: PacketEvent, expected: Packet) -> str:
         spec = action.l4
