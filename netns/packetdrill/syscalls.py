@@ -443,15 +443,17 @@ class Executor:
     def sys_recvmsg(self, args: list[Expr]) -> tuple[int, int, Post]:
         fd = self.live_fd(args[0])
         msg = self.msghdr(args[1], for_recv=True)
+        # As upstream: msg_flags starts as the script's value (0 if absent) and is always
+        # compared, so a failing call (which leaves it untouched) matches its own script.
+        flags_expr = args[1].field("msg_flags")
+        want = (self.integer(flags_expr) if flags_expr is not None else 0) & 0xFFFFFFFF
+        msg.flags = ctypes.c_int(want).value
         ret, err = self.call(libc.recvmsg, fd, ctypes.byref(msg), self.int32(args[2]))
 
         def post() -> None:
-            flags_expr = args[1].field("msg_flags")
-            if flags_expr is not None:
-                want = self.integer(flags_expr) & 0xFFFFFFFF
-                got = msg.flags & 0xFFFFFFFF
-                if want != got:
-                    raise RuntimeFailure(f"Expected msg_flags 0x{want:08X} but got 0x{got:08X}")
+            got = msg.flags & 0xFFFFFFFF
+            if want != got:
+                raise RuntimeFailure(f"Expected msg_flags 0x{want:08X} but got 0x{got:08X}")
             control = args[1].field("msg_control")
             if control is not None:
                 raw = ctypes.string_at(msg.control, msg.controllen) if msg.control else b""
