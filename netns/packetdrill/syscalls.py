@@ -302,13 +302,25 @@ class Executor:
         return struct.unpack("!H", addr.raw[2:4])[0]
 
     def _start_connect(self, entry: FdEntry) -> None:
+        """connect(), or sendto()/sendmsg() with an address (TFO, UDP): as upstream, only a
+        new socket starts a connection; one already listening, connecting or accepted keeps
+        its flow (the call still gets the remote address)."""
         conn = entry.conn
         if conn is None:
             return
         with self.state.lock:
+            if conn.listening or conn.connecting or conn.accepted:
+                return
             conn.connecting = True
             conn.remote_port = self.cfg.connect_port
             self.state.sut = conn
+
+    def _disconnect(self, entry: FdEntry, family: int) -> None:
+        """An AF_UNSPEC address dissolves the association: the socket counts as new again,
+        so a later connect() or sendto() starts a connection (upstream's rule)."""
+        if family == socket.AF_UNSPEC and entry.conn is not None:
+            with self.state.lock:
+                entry.conn.listening = entry.conn.connecting = entry.conn.accepted = False
 
     def _after_connect(self, entry: FdEntry) -> None:
         if entry.conn is not None and not entry.conn.local_port:
@@ -322,6 +334,7 @@ class Executor:
         else:
             family = self.int32(args[1])
             addr = struct.pack("=H", family) + bytes(26 if self.cfg.socket_v6 else 14)
+            self._disconnect(entry, family)
         ret, err = self.call(libc.connect, entry.live, addr, len(addr))
         self._after_connect(entry)
         return ret, err, None
@@ -371,6 +384,7 @@ class Executor:
         else:
             family = self.int32(args[4])
             addr = struct.pack("=H", family) + bytes(26 if self.cfg.socket_v6 else 14)
+            self._disconnect(entry, family)
         ret, err = self.call(libc.sendto, entry.live, self.data_buffer(args[1], count), count,
                              self.int32(args[3]), addr, len(addr) if addr else 0)
         self._after_connect(entry)
@@ -432,12 +446,16 @@ class Executor:
         return msg
 
     def sys_sendmsg(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd = self.live_fd(args[0])
+        entry = self.entry(args[0])
         msg = self.msghdr(args[1], for_recv=False)
+        if msg.name:
+            self._start_connect(entry)   # implicit connect, e.g. MSG_FASTOPEN (as sendto)
         flags_expr = args[1].field("msg_flags")
         if flags_expr is not None and self.integer(flags_expr) != 0:
             raise RuntimeFailure("sendmsg ignores msg_flags field in msghdr")
-        ret, err = self.call(libc.sendmsg, fd, ctypes.byref(msg), self.int32(args[2]))
+        ret, err = self.call(libc.sendmsg, entry.live, ctypes.byref(msg), self.int32(args[2]))
+        if msg.name:
+            self._after_connect(entry)
         return ret, err, None
 
     def sys_recvmsg(self, args: list[Expr]) -> tuple[int, int, Post]:
