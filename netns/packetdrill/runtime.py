@@ -292,7 +292,7 @@ class Runtime:
                     child = Conn(P.IPPROTO_TCP,
                                  local_port=(sut.local_port if sut and sut.listening else 0)
                                  or self.cfg.bind_port,
-                                 remote_port=spec.sport or state.ephemeral_port,
+                                 remote_port=spec.sport or state.passive_port(),
                                  remote_isn=spec.start if "S" in spec.flags else 0)
                     if sut is not None and sut.listening:
                         sut.children.append(child)

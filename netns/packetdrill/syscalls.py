@@ -201,7 +201,9 @@ class Executor:
         if event.name in ("socket", "accept", "open", "epoll_create") and ret >= 0:
             with self.state.lock:
                 conn = next((c for c in self.state.conns if c.live_fd == ret), None)
-            self.register(expected, ret, conn)
+            # accept() may reuse a script fd that is still open: as upstream, the newest
+            # socket then answers to that number (the older one stays open, unreachable).
+            self.register(expected, ret, conn, replace=event.name == "accept")
         if self.cfg.verbose:
             print(f"{event.name} syscall: {time.time():9.6f}", flush=True)
 
@@ -221,9 +223,10 @@ class Executor:
                 raise RuntimeFailure(f"Expected errno {want} ({strerror(want)}) but got {err} "
                                      f"({strerror(err)})")
 
-    def register(self, script_fd: int, live: int, conn: Conn | None = None) -> None:
+    def register(self, script_fd: int, live: int, conn: Conn | None = None,
+                 replace: bool = False) -> None:
         with self.state.lock:
-            if script_fd in self.state.fds:
+            if script_fd in self.state.fds and not replace:
                 raise RuntimeFailure(f"duplicate fd {script_fd} in script")
             self.state.fds[script_fd] = FdEntry(live, conn)
 
