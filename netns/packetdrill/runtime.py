@@ -22,7 +22,7 @@ from .config import Config
 from .conn import Conn, build, learn_syn, map_inbound, map_outbound, record_ts
 from .dump import dump
 from .errors import RuntimeFailure
-from .matcher import check_ip_checksums, fragment_problem, merge, verify
+from .matcher import check_ip_checksums, flow, fragment_problem, merge, verify
 from .model import (CodeEvent, CommandEvent, Event, PacketEvent, Script, SyscallEvent, TcpSpec,
                     UdpSpec)
 from .sniffer import Sniffer
@@ -336,8 +336,10 @@ class Runtime:
 
     # --- outbound packets -------------------------------------------------------------------
     def belongs(self, conn: Conn, packet: Packet, action: PacketEvent) -> bool:
-        """Is a sniffed packet the socket under test's (§7.5)? Learns a connecting socket's
-        local port from its first SYN."""
+        """Is a sniffed packet the socket under test's (§7.5)? A connecting TCP socket learns
+        its local port only from a pure SYN to the remote port while its handshake is open
+        (upstream's rule: any other packet there belongs to some other socket); UDP from
+        its first datagram."""
         l4, spec = packet.l4, action.l4
         if packet.inner_ip.version != (6 if self.cfg.wire_v6 else 4):
             return False
@@ -345,10 +347,12 @@ class Runtime:
             kind = TcpHeader if isinstance(spec, TcpSpec) else UdpHeader
             if not isinstance(l4, kind):
                 return False
-            if conn.connecting and l4.dport == conn.remote_port and (
-                    not conn.local_port or (isinstance(l4, TcpHeader) and l4.flags & SYN
-                                            and not l4.flags & ACK and not conn.local_isn_known
-                                            and l4.sport != conn.local_port)):
+            if isinstance(l4, TcpHeader):
+                learn = bool(l4.flags & SYN and not l4.flags & ACK and not conn.local_isn_known
+                             and l4.sport != conn.local_port)
+            else:
+                learn = not conn.local_port
+            if conn.connecting and l4.dport == conn.remote_port and learn:
                 conn.local_port = l4.sport
             return (l4.sport, l4.dport) == (conn.local_port, conn.remote_port)
         if not isinstance(l4, IcmpHeader):
@@ -419,6 +423,9 @@ class Runtime:
             return first
         while sum(len(f.payload) for f in fragments) < spec.length:
             stamp, fragment = self.sniff(event, conn, action, timeout)
+            if flow(fragment) != flow(fragments[-1]):
+                fragments = [fragment]   # another flow's packet came first: start over
+                continue
             if fragment_problem(fragments[-1], fragment, len(fragments[0].payload)):
                 total = sum(len(f.payload) for f in fragments) + len(fragment.payload)
                 lines = [f"error handling packet: fragment payload: expected "
@@ -430,7 +437,7 @@ class Runtime:
                           for i, f in enumerate(fragments + [fragment])]
                 raise self.fail(event, "\n".join(lines))
             fragments.append(fragment)
-        return stamp, merge(fragments) if len(fragments) > 1 else packet
+        return stamp, merge(fragments) if len(fragments) > 1 else fragments[0]
 
     def script_dump(self, action: PacketEvent, expected: Packet) -> str:
         spec = action.l4
