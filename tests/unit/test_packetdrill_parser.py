@@ -152,3 +152,18 @@ def test_icmp_names_follow_the_ip_version() -> None:
 def test_bad_address_for_the_family() -> None:
     assert error_of("0 `true`\n", ("ip_version", "ipv4"), ("remote_ip", "fd::1")) == \
         "bad IPv4 address: fd::1"
+
+
+def test_defines_stand_for_tcp_option_values() -> None:
+    """``-D MSS=1000`` makes ``<mss MSS, ...>`` an integer option value, as upstream's lexer
+    turns a defined word into the token its value spells (a cookie stays a hex word)."""
+    script, _ = parse("    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
+                      "   +0 > S 0:0(0) <mss MSS,sackOK,TS val TSV ecr 0,nop,wscale WS,"
+                      "FO COOKIE,nop,nop>\n",
+                      ("define", "MSS=1000"), ("define", "WS=0x7"), ("define", "TSV=100"),
+                      ("define", "COOKIE=3021b9d889017eeb"))
+    spec = script.events[1].action.l4
+    assert isinstance(spec, TcpSpec) and spec.options is not None
+    assert [(o.values, o.data) for o in spec.options] == [
+        ([1000], b""), ([], b""), ([100, 0], b""), ([], b""), ([7], b""),
+        ([], bytes.fromhex("3021b9d889017eeb")), ([], b""), ([], b"")]
