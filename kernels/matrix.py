@@ -33,7 +33,7 @@ from kernels.outputs import publish
 from kernels.qemu import InitramfsLauncher
 from kernels.report import build, render_text
 from kernels.runner import KernelRun, RunOptions, run_kernel
-from kernels.shard import Piece, parse_shard, plan, tests_of
+from kernels.shard import Piece, parse_shard, plan, slice_tests
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -127,7 +127,7 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
     out_dir = (args.output or default_out).resolve()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     collected = _collect(pytest_args)
-    mine = {t for piece in pieces for t in tests_of(collected, piece)}
+    mine = {t for piece in pieces for t in slice_tests(collected, piece)}
     rows = [nodeid for nodeid in collected if nodeid in mine]
     jobs = _jobs(args.jobs, len(specs))
     children = Children()
@@ -144,7 +144,7 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
 
     def one(piece: Piece) -> KernelRun:
         spec = by_name[piece.kernel]
-        if piece.count > 1 and not tests_of(collected, piece):
+        if piece.count > 1 and not slice_tests(collected, piece):
             board.update(spec.name, "done: no test falls in this slice", final=True)
             return KernelRun(name=spec.name, out_dir=out_dir / spec.name)
         status = board.status_for(spec.name)
@@ -180,7 +180,7 @@ def _sliced(options: RunOptions, collected: list[str], piece: Piece) -> RunOptio
     (so -k, -m and paths mean in the guest what they meant in the host's collection)."""
     if piece.count == 1:
         return options
-    keep = set(tests_of(collected, piece))
+    keep = set(slice_tests(collected, piece))
     others = [f"--deselect={nodeid}" for nodeid in collected if nodeid not in keep]
     return dataclasses.replace(options, pytest_args=[*options.pytest_args, *others])
 

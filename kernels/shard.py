@@ -58,6 +58,6 @@ def plan(kernels: list[str], shards: int) -> list[list[Piece]]:
     ]
 
 
-def tests_of(collected: list[str], piece: Piece) -> list[str]:
+def slice_tests(collected: list[str], piece: Piece) -> list[str]:
     """The node ids this piece runs, in collection order."""
     return collected[piece.index :: piece.count]
