@@ -12,6 +12,7 @@ Debian 12 container as root, privileged: the suite creates network namespaces an
 """
 
 import shlex
+from collections.abc import Mapping
 
 import yaml
 
@@ -41,7 +42,7 @@ def _merge_command() -> str:
     return f"scripts/matrix merge --output {MERGED_DIR} {SHARDS_DIR}/*"
 
 
-def _dump(engine: str, count: int, document: dict[str, object], note: str = "") -> str:
+def _dump(engine: str, count: int, document: Mapping[str, object], note: str = "") -> str:
     body = yaml.safe_dump(document, sort_keys=False, width=1000, default_flow_style=False)
     return _HEADER.format(engine=engine, count=count) + note + body
 

@@ -102,7 +102,7 @@ def _make_runs(base: Path) -> None:
     base.mkdir()
     (base / "test_demo.py").write_text(DEMO)
     (base / "matrix.toml").write_text(CATALOG)
-    outputs = {"whole": []} | {
+    outputs: dict[str, list[str]] = {"whole": []} | {
         f"s{count}-{index}": ["--shard", f"{index}/{count}"]
         for count in (2, 3) for index in range(1, count + 1)
     }  # fmt: skip
