@@ -26,10 +26,10 @@ from kernels import commands, record, tools
 from kernels.catalog import DEFAULT_CATALOG, KernelSpec, RunningKernel, load_catalog, select
 from kernels.errors import KernelsError
 from kernels.expectations import load_expectations
+from kernels.outputs import publish
 from kernels.paths import cache_root
 from kernels.procs import Children, reap_leftovers
 from kernels.progress import Board
-from kernels.outputs import publish
 from kernels.qemu import InitramfsLauncher
 from kernels.report import build, render_text
 from kernels.runner import KernelRun, RunOptions, run_kernel
@@ -105,18 +105,25 @@ def _summary(run: KernelRun) -> str:
     return f"done: {text}" + (f"; {run.problem.reason}" if run.problem else "")
 
 
+def _planned(
+    catalog: dict[str, KernelSpec], args: argparse.Namespace
+) -> tuple[dict[str, KernelSpec], tuple[int, int], list[Piece]]:
+    """Every kernel of the run by name (the whole plan), the shard (I, N) and its pieces."""
+    names = [name.strip() for item in args.kernels for name in item.split(",") if name.strip()]
+    specs = select(catalog, names)
+    if len({spec.name for spec in specs}) != len(specs):
+        raise KernelsError("a kernel is named twice in --kernels")
+    shard = parse_shard(args.shard) if args.shard else (1, 1)
+    pieces = plan([spec.name for spec in specs], shard[1])[shard[0] - 1]
+    return {spec.name: spec for spec in specs}, shard, pieces
+
+
 def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
     catalog = load_catalog(args.catalog)
     if args.list:
         print("\n".join(_describe(spec) for spec in catalog.values()))
         return 0
-    names = [name.strip() for item in args.kernels for name in item.split(",") if name.strip()]
-    plan_specs = select(catalog, names)
-    if len({spec.name for spec in plan_specs}) != len(plan_specs):
-        raise KernelsError("a kernel is named twice in --kernels")
-    shard = parse_shard(args.shard) if args.shard else (1, 1)
-    pieces = plan([spec.name for spec in plan_specs], shard[1])[shard[0] - 1]
-    by_name = {spec.name: spec for spec in plan_specs}
+    by_name, shard, pieces = _planned(catalog, args)
     specs = [by_name[piece.kernel] for piece in pieces]
     tools.require_root()
     if any(not isinstance(spec, RunningKernel) for spec in specs):
@@ -163,11 +170,11 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
         children.stop_all()  # first: workers blocked on a guest return once it is gone
         pool.shutdown(wait=True, cancel_futures=True)
     matrix = build(runs, rows)
-    entries = [record.Entry(piece, record.describe(spec), record.cells_of(matrix, run))
-               for piece, spec, run in zip(pieces, specs, runs)]  # fmt: skip
     rec = record.Record(
         run_id=uuid.uuid4().hex[:12], started=started, arch=os.uname().machine, shard=shard,
-        kernels=list(by_name), collected=collected, entries=entries,
+        kernels=list(by_name), collected=collected,
+        entries=[record.Entry(piece, record.describe(by_name[piece.kernel]),
+                              record.cells_of(matrix, run)) for piece, run in zip(pieces, runs)],
     )  # fmt: skip
     written = publish(matrix, rec, out_dir)
     print(render_text(matrix))
