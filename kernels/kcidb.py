@@ -15,7 +15,6 @@ How a matrix maps (docs/kcidb.md has the table):
 
 import hashlib
 import re
-from pathlib import Path
 from typing import Any
 
 import jsonschema

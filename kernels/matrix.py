@@ -170,11 +170,13 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
         children.stop_all()  # first: workers blocked on a guest return once it is gone
         pool.shutdown(wait=True, cancel_futures=True)
     matrix = build(runs, rows)
+    entries = [
+        record.Entry(piece, record.describe(by_name[piece.kernel]), record.cells_of(matrix, run))
+        for piece, run in zip(pieces, runs, strict=True)
+    ]
     rec = record.Record(
         run_id=uuid.uuid4().hex[:12], started=started, arch=os.uname().machine, shard=shard,
-        kernels=list(by_name), collected=collected,
-        entries=[record.Entry(piece, record.describe(by_name[piece.kernel]),
-                              record.cells_of(matrix, run)) for piece, run in zip(pieces, runs)],
+        kernels=list(by_name), collected=collected, entries=entries,
     )  # fmt: skip
     written = publish(matrix, rec, out_dir)
     print(render_text(matrix))

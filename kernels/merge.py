@@ -39,8 +39,9 @@ def _unique_shards(dirs: list[Path]) -> tuple[list[tuple[Path, record.Record]], 
         rec = record.read(directory)
         shards = seen.setdefault((tuple(rec.kernels), rec.shard[1]), {})
         if rec.shard[0] in shards:
-            findings.append(f"duplicate: shard {rec.shard[0]}/{rec.shard[1]} is in both "
-                            f"{shards[rec.shard[0]]} and {directory} (the second is ignored)")  # fmt: skip
+            first = shards[rec.shard[0]]
+            findings.append(f"duplicate: shard {rec.shard[0]}/{rec.shard[1]} is in both {first} "
+                            f"and {directory} (the second is ignored)")  # fmt: skip
             continue
         shards[rec.shard[0]] = directory
         kept.append((directory, rec))

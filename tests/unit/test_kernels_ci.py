@@ -22,9 +22,8 @@ def test_shipped_github_workflow_is_a_fresh_generation() -> None:
     proc = subprocess.run([str(REPO_ROOT / "scripts/matrix"), "ci", "github"],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == SHIPPED.read_text(), (
-        "stale workflow: run scripts/matrix ci github --output .github/workflows/kernel-matrix.yml"
-    )
+    regenerate = "scripts/matrix ci github --output .github/workflows/kernel-matrix.yml"
+    assert proc.stdout == SHIPPED.read_text(), f"stale workflow: run {regenerate}"
 
 
 def test_github_runs_every_shard_then_merges() -> None:
@@ -34,8 +33,9 @@ def test_github_runs_every_shard_then_merges() -> None:
     assert [entry["shard"] for entry in shard["strategy"]["matrix"]["include"]] == [1, 2, 3]
     commands = [step.get("run", "") for step in shard["steps"]]
     assert "scripts/setup --vm" in commands
-    assert (f"scripts/matrix --kernels {','.join(kernels)} --shard ${{{{ matrix.shard }}}}/3 "
-            "--output shards/${{ matrix.shard }} tests/cases -k 'vxlan or gre'") in commands  # fmt: skip
+    shard_id = "${{ matrix.shard }}"
+    assert (f"scripts/matrix --kernels {','.join(kernels)} --shard {shard_id}/3 "
+            f"--output shards/{shard_id} tests/cases -k 'vxlan or gre'") in commands  # fmt: skip
     merge = workflow["jobs"]["merge"]
     assert merge["needs"] == "shard" and merge["if"] == "always()"
     runs = [step.get("run", "") for step in merge["steps"]]
@@ -50,8 +50,8 @@ def test_gitlab_runs_every_shard_then_merges() -> None:
     assert pipeline["stages"] == ["matrix", "report"]
     values = shard["parallel"]["matrix"][0]["SHARD"]
     assert values == [str(i) for i in range(1, len(kernels) + 1)]
-    assert shard["script"][-1].startswith(f"scripts/matrix --kernels {','.join(kernels)} "
-                                          f"--shard $SHARD/{len(kernels)} --output shards/$SHARD")  # fmt: skip
+    command = f"scripts/matrix --kernels {','.join(kernels)} --shard $SHARD/{len(kernels)}"
+    assert shard["script"][-1].startswith(f"{command} --output shards/$SHARD")
     assert shard["artifacts"]["when"] == "always"
     assert merge["stage"] == "report" and merge["when"] == "always"
     assert merge["script"][-1] == "scripts/matrix merge --output matrix shards/*"
@@ -60,7 +60,9 @@ def test_gitlab_runs_every_shard_then_merges() -> None:
 
 def test_ci_writes_the_file_it_is_asked_for(tmp_path: Path) -> None:
     out = tmp_path / "ci" / ".gitlab-ci.yml"
-    proc = subprocess.run([str(REPO_ROOT / "scripts/matrix"), "ci", "gitlab", "--shards", "7",
-                           "--output", str(out)], capture_output=True, text=True, timeout=60)  # fmt: skip
+    argv = [str(REPO_ROOT / "scripts/matrix"), "ci", "gitlab", "--shards", "7", "--output",
+            str(out)]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert yaml.safe_load(out.read_text())["matrix-shard"]["parallel"]["matrix"][0]["SHARD"][-1] == "7"
+    shards = yaml.safe_load(out.read_text())["matrix-shard"]["parallel"]["matrix"][0]["SHARD"]
+    assert shards == [str(i) for i in range(1, 8)]
