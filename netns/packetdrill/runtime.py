@@ -34,11 +34,21 @@ _POLL = 0.02          # how often long waits look at the blocking-call thread fo
 _ND_TYPES = range(130, 144)
 _FUTEX_NR = {"x86_64": "202", "aarch64": "98", "riscv64": "98"}.get(platform.machine(), "202")
 
-MAX_TIMEOUT_STRETCH = 3.0   # cap on how far --tolerance_scale stretches sniff timeouts
 
 
 def secs(usecs: int) -> float:
     return usecs / 1e6
+
+
+@dataclass
+class TimingSeen:
+    """What the timing checks found: the worst lateness beyond the base tolerance among
+    accepted events, the first timing error's side and how late a late failure was. The
+    caller keeps it, so a failed run still reports all three."""
+
+    late_usecs: int = 0
+    error: str = ""
+    error_late_usecs: int = 0
 
 
 @dataclass
@@ -80,14 +90,12 @@ class BlockingCall:
         rt, timed = self.runtime, self.timed
         assert timed.blocking_end is not None
         actual = rt.clock.now()
-        cfg = rt.cfg
-        tol = int(max(cfg.tolerance_usecs, cfg.tolerance_percent / 100.0 *
-                      (timed.blocking_end - timed.start)) * cfg.tolerance_scale)
-        if abs(actual - timed.blocking_end) > tol:
+        gap = timed.blocking_end - timed.start
+        if rt.judge_time(timed.blocking_end, timed.blocking_end, actual, gap):
             raise RuntimeFailure(f"{rt.script.path}:{self.event.line}: timing error: expected "
                                  f"system call return at {secs(timed.blocking_end):.6f} sec but "
-                                 f"happened at {secs(actual):.6f} sec; tolerance "
-                                 f"{secs(tol):.6f} sec", self.event.line)
+                                 f"happened at {secs(actual):.6f} sec; "
+                                 f"{rt.tolerance_words(gap)}", self.event.line)
 
     def blocked_or_done(self) -> bool:
         """True once the thread sleeps inside the kernel (not on the GIL) or has finished."""
@@ -109,8 +117,9 @@ class BlockingCall:
 class Runtime:
     """Runs a parsed script against the kernel through ``tun_fd``."""
 
-    def __init__(self, script: Script, cfg: Config, tun_fd: int, ephemeral_port: int) -> None:
-        self.script, self.cfg, self.tun_fd = script, cfg, tun_fd
+    def __init__(self, script: Script, cfg: Config, tun_fd: int, ephemeral_port: int,
+                 seen: TimingSeen) -> None:
+        self.script, self.cfg, self.tun_fd, self.seen = script, cfg, tun_fd, seen
         self.clock = Clock()
         self.state = State(cfg, self.clock, ephemeral_port)
         self.executor = Executor(self.state)
@@ -149,17 +158,35 @@ class Runtime:
         self.check_blocking()
         return done
 
+    def judge_time(self, start: int, end: int, actual: int, gap: int) -> str:
+        """``early``/``late`` if ``actual`` misses ``start``..``end`` under the run's tolerance
+        (late slack on the late side only), else ``""``; remembers the worst lateness."""
+        side, late_by = self.cfg.tolerance.judge(start, end, actual, gap)
+        seen = self.seen
+        if not side:
+            seen.late_usecs = max(seen.late_usecs, late_by)
+        elif not seen.error:
+            seen.error, seen.error_late_usecs = side, late_by
+        return side
+
+    def tolerance_words(self, gap: int) -> str:
+        """upstream's ``tolerance T sec``, plus the late slack when the run has one."""
+        tolerance = self.cfg.tolerance
+        slack = tolerance.late_slack_usecs
+        return f"tolerance {secs(tolerance.base(gap)):.6f} sec" + (
+            f" (+{secs(slack):.6f} sec late slack)" if slack else "")
+
     def check_time(self, event: Event, timed: Timed, actual: int, prev: int | None
                    ) -> str | None:
         """Raise (or, for outbound packets, return) the timing error of an event, if any."""
         if event.time.any_time or prev is None:
             return None
-        cfg = self.cfg
-        tol = cfg.tolerance(timed.start - prev)
+        gap = timed.start - prev
+        end = timed.start if timed.end is None else timed.end
+        if not self.judge_time(timed.start, end, actual, gap):
+            return None
         what = event.describe()
         if timed.end is not None:
-            if timed.start - tol <= actual <= timed.end + tol:
-                return None
             if event.time.relative:
                 text = (f"timing error: expected {what} in relative time range "
                         f"+{secs(timed.start - timed.base):.6f}~+{secs(timed.end - timed.base):.6f}"
@@ -167,11 +194,9 @@ class Runtime:
             else:
                 text = (f"timing error: expected {what} in time range {secs(timed.start):.6f}~"
                         f"{secs(timed.end):.6f} sec but happened at {secs(actual):.6f} sec")
-        elif abs(actual - timed.start) > tol:
-            text = (f"timing error: expected {what} at {secs(timed.start):.6f} sec but happened "
-                    f"at {secs(actual):.6f} sec; tolerance {secs(tol):.6f} sec")
         else:
-            return None
+            text = (f"timing error: expected {what} at {secs(timed.start):.6f} sec but happened "
+                    f"at {secs(actual):.6f} sec; {self.tolerance_words(gap)}")
         if event.is_outbound:
             return text
         raise self.fail(event, text)
@@ -183,9 +208,8 @@ class Runtime:
             raise self.fail(events[0], "first event should be at time 0")
         prev: Event | None = None
         prev_time: int | None = None
-        if self.cfg.verbose and self.cfg.tolerance_scale != 1.0:
-            print(f"netregress: timing tolerances scaled by {self.cfg.tolerance_scale:g}",
-                  flush=True)
+        if self.cfg.verbose and self.cfg.tolerance.late_slack_usecs:
+            print(f"netregress: timing tolerance {self.cfg.tolerance.describe()}", flush=True)
         self.clock.restart()
         for event in events:
             self.check_blocking()
@@ -384,11 +408,9 @@ class Runtime:
             timeout = 10.0 ** 9
         else:
             gap = max(timed.start - (prev or 0), (timed.end or 0) - (prev or 0))
-            # Upstream's timeout, stretched on slow machines - but boundedly: the kernel's
-            # timers keep real time even in an emulated guest, and a missing packet must be
-            # reported as missing, not run into a runner's overall time limit.
-            timeout = int(gap / 1e6 + 2) * min(max(1.0, self.cfg.tolerance_scale),
-                                                MAX_TIMEOUT_STRETCH)
+            # Upstream's timeout, plus the late slack: a packet the slack would still accept
+            # must not be reported missing first.
+            timeout = int(gap / 1e6 + 2) + secs(self.cfg.tolerance.late_slack_usecs)
         stamp, actual = self.sniff(event, conn, action, timeout)
         expected = build(action, self.cfg, conn, inbound=False)
         spec = action.l4
@@ -441,7 +463,7 @@ class Runtime:
             if isinstance(spec, TcpSpec) and isinstance(actual.l4, TcpHeader):
                 record_ts(conn, actual.l4, spec)
             mapped = map_outbound(actual, conn, self.cfg)
-            ts_tol = self.cfg.tolerance(timed.start)
+            ts_tol = self.cfg.tolerance.base(timed.start)
             verify(expected, mapped, action, self.cfg, ts_tol)
             self.check_flowlabel(action, conn, actual)
             actual_time = self.clock.to_script(stamp)
