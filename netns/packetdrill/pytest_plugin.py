@@ -29,8 +29,8 @@ from .calibrate import Calibration, measure
 from .errors import PacketdrillError, UsageError
 from .loader import CliOptions, load_script, read_script
 from .result import RunResult
-from .tolerance import (LATE_BOUND_USECS, TimingRecord, Tolerance, judge_run, slack_for_scale,
-                        verdict_of_lateness)
+from .tolerance import (LATE_BOUND_USECS, TIMING_PROPERTY, TimingRecord, Tolerance, judge_run,
+                        slack_for_scale, verdict_of_lateness)
 
 _EXPECT_FAIL = re.compile(r"//\s*netregress:\s*expect-fail:\s*(.+?)\s*$", re.M)
 # For scripts whose expectations rely on a driver being absent (netns.features names).
@@ -54,7 +54,6 @@ _BACKEND_KEY = pytest.StashKey[Backend]()
 _POLICY_KEY = pytest.StashKey[tuple[Tolerance, str]]()
 _CALIBRATION_KEY = pytest.StashKey[Calibration]()
 _CALIBRATION = "netregress_packetdrill_calibration"
-TIMING_PROPERTY = "packetdrill_timing"
 
 
 def variant_options(variant: str) -> CliOptions:

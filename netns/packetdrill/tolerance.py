@@ -34,6 +34,7 @@ LATE_BOUND_USECS = 30_000
 SCALE_STEP_USECS = DEFAULT_USECS
 
 EARLY, LATE = "early", "late"
+TIMING_PROPERTY = "packetdrill_timing"   # the user property a .pkt item records its record as
 
 
 @dataclass(frozen=True)
