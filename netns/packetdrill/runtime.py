@@ -53,12 +53,16 @@ class TimingSeen:
 
 @dataclass
 class Timed:
-    """An event's times after anchoring (§3.3), in script usec."""
+    """An event's times after anchoring (§3.3), in script usec.
+
+    ``earliest`` is ``start`` counted from the instant the previous event began to take effect
+    (see :meth:`Runtime.anchor`); only the early edge of the timing check uses it."""
 
     start: int
     end: int | None
     base: int
     blocking_end: int | None
+    earliest: int
 
 
 class BlockingCall:
@@ -125,6 +129,7 @@ class Runtime:
         self.executor = Executor(self.state)
         self.sniffer = Sniffer(tun_fd)
         self.injected: list[tuple[float, bytes]] = []
+        self.began: int | None = None     # script usec at which the latest event took effect
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
         self.warnings: list[str] = []
@@ -183,7 +188,7 @@ class Runtime:
             return None
         gap = timed.start - prev
         end = timed.start if timed.end is None else timed.end
-        if not self.judge_time(timed.start, end, actual, gap):
+        if not self.judge_time(timed.earliest, end, actual, gap):
             return None
         what = event.describe()
         if timed.end is not None:
@@ -227,16 +232,21 @@ class Runtime:
         t = event.time
         if not (t.relative or t.any_time):
             end = t.end_usecs
-            return Timed(t.usecs, end, 0, t.blocking_end)
+            return Timed(t.usecs, end, 0, t.blocking_end, t.usecs)
         if prev is not None and prev.is_inbound and event.is_inbound and prev_time is not None:
-            base = prev_time
+            base = earliest = prev_time
         else:
             base = self.clock.now() if prev is not None else 0
+            # Like upstream, a relative time counts from "now", once the previous event is
+            # done. On a slow machine "now" trails the instant that event took effect (the
+            # kernel answers inside the write() or the system call), and a reply would look
+            # early by our own lag; the early edge counts from the instant it began instead.
+            earliest = base if self.began is None else min(base, self.began)
         end = None if t.end_usecs is None else (base + t.end_usecs if t.end_relative or
                                                 t.relative else t.end_usecs)
         blocking_end = None if t.blocking_end is None else (
             base + t.blocking_end if t.relative else t.blocking_end)
-        return Timed(base + t.usecs, end, base, blocking_end)
+        return Timed(base + t.usecs, end, base, blocking_end, earliest + t.usecs)
 
     def dispatch(self, event: Event, timed: Timed, prev: int | None) -> None:
         action = event.action
@@ -251,6 +261,7 @@ class Runtime:
         if prev is not None:
             self.wait(timed.start)
             self.check_time(event, timed, self.clock.now(), prev)
+        self.began = self.clock.now()
         if isinstance(action, PacketEvent):
             self.inbound(event, action)
         elif isinstance(action, SyscallEvent):
@@ -285,6 +296,7 @@ class Runtime:
             raise self.fail(event, "runtime error in "
                             f"{event.action.name} call: blocking system call while another "  # type: ignore[union-attr]
                             "blocking system call is already in progress")
+        self.began = max(self.clock.now(), timed.start)
         call = BlockingCall(self, event, timed, prev)
         self.blocking = call
         while not call.blocked_or_done():
@@ -349,6 +361,7 @@ class Runtime:
         # Stamped before the write: the kernel answers inside write(), and a pcap must show
         # the cause before its effect.
         now = time.time()
+        self.began = self.clock.to_script(now)
         try:
             os.write(self.tun_fd, header + raw)
         except OSError as err:
@@ -412,6 +425,7 @@ class Runtime:
             # must not be reported missing first.
             timeout = int(gap / 1e6 + 2) + secs(self.cfg.tolerance.late_slack_usecs)
         stamp, actual = self.sniff(event, conn, action, timeout)
+        self.began = self.clock.to_script(stamp)
         expected = build(action, self.cfg, conn, inbound=False)
         spec = action.l4
         if isinstance(spec, TcpSpec):
