@@ -525,7 +525,7 @@ class Executor:
             if want_sec or want_nsec:
                 live_usecs = self.state.clock.to_script(sec + nsec / 1e9)
                 script_usecs = want_sec * 1000000 + want_nsec // 1000
-                if abs(live_usecs - script_usecs) > self.cfg.tolerance(0):
+                if abs(live_usecs - script_usecs) > self.cfg.tolerance.base(0):
                     raise RuntimeFailure(f"Bad timestamp in scm_timestamping {index}: "
                                          f"expected={script_usecs} actual={live_usecs}")
         elif want.kind in ("integer", "word", "binary"):

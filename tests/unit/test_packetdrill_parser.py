@@ -62,7 +62,7 @@ def test_defines_use_strtol_and_skip_keywords() -> None:
 def test_a_script_parses_into_events_with_time_token_lines() -> None:
     script, cfg = parse("--tolerance_usecs=10000\n`echo init`\n" + HANDSHAKE +
                         "+0 %{ x = 1 }%\n+0 `true`\n`echo done`\n")
-    assert cfg.tolerance_usecs == 10000
+    assert (cfg.tolerance.usecs, cfg.tolerance.base_from) == (10000, "script")
     assert script.init_command == "echo init" and script.cleanup_command == "echo done"
     assert [e.line for e in script.events] == [3, 4, 5, 6, 7, 8, 9]
     assert isinstance(script.events[0].action, SyscallEvent)
@@ -89,7 +89,7 @@ def test_time_forms() -> None:
 
 def test_command_line_options_override_script_options() -> None:
     _, cfg = parse("--tolerance_usecs=10000\n0 `true`\n", ("tolerance_usecs", "7000"))
-    assert cfg.tolerance_usecs == 7000
+    assert (cfg.tolerance.usecs, cfg.tolerance.base_from) == (7000, "command line")
 
 
 @pytest.mark.parametrize("text, message", [
