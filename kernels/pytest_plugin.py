@@ -25,6 +25,7 @@ from kernels.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_ex
 from kernels.fetch import fetch
 from kernels.junit import NODEID_PROPERTY
 from kernels.kernel import BootableKernel, version_tuple
+from kernels.ktap import KtapWriter
 from kernels.paths import cache_dir
 from kernels.procs import Children, reap_leftovers
 from kernels.qemu import InitramfsLauncher
@@ -64,6 +65,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help="give up on the guest (a 'crash') after this long",
     )
+    group.addoption(
+        "--ktap-file",
+        type=Path,
+        metavar="PATH",
+        help="also write the results as KTAP v1 (what kselftest runners and LAVA read)",
+    )
 
 
 def _say(message: str) -> None:
@@ -72,6 +79,11 @@ def _say(message: str) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vm: boots kernels in QEMU (needs `scripts/setup --vm`)")
+    ktap = config.getoption("--ktap-file", default=None)
+    if ktap is not None and not hasattr(config, "workerinput"):
+        kernel = os.environ.get("NETREGRESS_KERNEL") or config.getoption("--kernel", default=None)
+        title = f"netregress on {kernel or os.uname().release}"
+        config.pluginmanager.register(KtapWriter(ktap.resolve(), title), "netregress-ktap")
     wanted = config.getoption("--kernel", default=None)
     if not wanted:
         return

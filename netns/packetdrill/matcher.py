@@ -195,6 +195,13 @@ def _check_options(want: list[TcpOption], got: list[TcpOption], cfg: Config,
 _STABLE = SYN | RST | ACK | URG | ECE | AE
 
 
+def flow(packet: Packet) -> tuple[bytes, bytes, int, int]:
+    """The address/port 4-tuple of a packet: TSO pieces of one train share it."""
+    l4 = packet.l4
+    ports = (l4.sport, l4.dport) if isinstance(l4, (TcpHeader, UdpHeader)) else (0, 0)
+    return (packet.inner_ip.src, packet.inner_ip.dst) + ports
+
+
 def fragment_problem(previous: Packet, fragment: Packet, first_size: int) -> bool:
     """True if ``fragment`` cannot continue ``previous`` as part of one TSO train."""
     a, b = previous.l4, fragment.l4

@@ -64,8 +64,8 @@ def test_header_reports_backend_and_tolerance(pytester: pytest.Pytester) -> None
     pytester.makefile(".pkt", x=GOOD)
     result = pytester.runpytest("--collect-only", "-p", "no:cacheprovider",
                                 "--tolerance-scale=3")
-    result.stdout.fnmatch_lines(["packetdrill: builtin engine; tolerance scale 3.00 "
-                                 "(--tolerance-scale)"])
+    result.stdout.fnmatch_lines(["packetdrill: builtin engine; late-side timing slack +8.0 ms "
+                                 "(--tolerance-scale=3); bound +30 ms"])
     result = pytester.runpytest("--collect-only", "-p", "no:cacheprovider",
                                 "--packetdrill=/nonexistent")
     assert result.ret != 0

@@ -39,7 +39,7 @@ class LiveEngine:
         if job.key in self.skipped:
             return Outcome(SKIP, self.skipped[job.key])
         return from_result(run_isolated(self.backend, str(job.script), job.options,
-                                        self.timeout))
+                                        timeout=self.timeout))
 
 
 @dataclass
