@@ -254,3 +254,21 @@ def test_skip_marker_skips_both_engines_and_is_not_compared(tmp_path: Path) -> N
     entry = json.loads(out.read_text())["entries"][0]
     assert entry["runs"]["builtin"] == {"verdict": "SKIP", "first_error": "kernel has veth",
                                         "seconds": 0.0, "message": ""}
+
+
+def test_a_reference_flake_settled_by_a_rerun_is_not_held_against_the_builtin(
+        corpus: Path, tmp_path: Path) -> None:
+    """A recording where the binary failed once and passed when re-run alone keeps the
+    re-run's verdict as the reference, not the flake."""
+    reference = record_wrong_reference(corpus, tmp_path)
+    doc = json.loads(reference.read_text())
+    for entry in doc["entries"]:
+        flake = entry["runs"]["reference"]          # the opposite of the builtin's verdict
+        settled = {"verdict": "PASS" if flake["verdict"] == "FAIL" else "FAIL",
+                   "first_error": "", "seconds": 0.1, "message": ""}
+        entry["rerun"] = {"verdicts": {"reference": [settled["verdict"]]}, "agreed_on": 1,
+                          "settled": {"reference": settled}}
+    reference.write_text(json.dumps(doc))
+    done = conformance("--corpus", corpus, "--ip-version", "4", "--against", reference)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "false passes: 0" in done.stdout

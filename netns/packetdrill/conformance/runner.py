@@ -51,6 +51,7 @@ class Rerun:
 
     verdicts: dict[str, list[str]]
     agreed_on: int | None = None
+    settled: dict[str, Outcome] | None = None    # the outcomes of the re-run that agreed
 
     @property
     def reproducible(self) -> bool:
@@ -76,7 +77,7 @@ def rerun_alone(jobs: Sequence[Job], engines: Sequence[Engine], runs: Runs, time
                                   f"{latest[engine.name].verdict}")
                 rerun.verdicts[engine.name].append(latest[engine.name].verdict)
             if agrees(job, latest["builtin"], latest["reference"]):
-                rerun.agreed_on = attempt
+                rerun.agreed_on, rerun.settled = attempt, latest
                 break
         reruns[job.key] = rerun
     return reruns
