@@ -42,7 +42,8 @@ def kind_of(job: Job, builtin: Outcome, reference: Outcome) -> str:
         return "false pass"
     if reference.passed and not builtin.passed:
         return "false fail"
-    return f"expect-fail marker matches only {'builtin' if marker_matches(job, builtin) else 'reference'}"
+    only = "builtin" if marker_matches(job, builtin) else "reference"
+    return f"expect-fail marker matches only {only}"
 
 
 @dataclass
@@ -68,7 +69,9 @@ class Summary:
     @property
     def agreement(self) -> float:
         """Agreement after re-runs: only reproducible disagreements count against it."""
-        return 100.0 * (self.compared - self.reproducible) / self.compared if self.compared else 100.0
+        if not self.compared:
+            return 100.0
+        return 100.0 * (self.compared - self.reproducible) / self.compared
 
 
 def summarize(jobs: list[Job], runs: Runs, reruns: dict[str, Rerun]) -> Summary:
