@@ -203,6 +203,9 @@ def test_first_error_and_cause_drop_paths_lines_and_numbers() -> None:
                "expected outbound packet at 0.100 sec but happened at 0.120 sec\n")
     line = first_error(message)
     assert line.startswith("x.pkt:12: error handling packet")
+    assert first_error("sysctl: cannot stat /proc/sys/x: No such file\n"
+                       "assertion len >= 3 failed at /src/code.c line 148\n") == (
+        "assertion len >= 3 failed at code.c line 148")
     from netns.packetdrill.conformance.outcome import Outcome
     assert cause(Outcome("FAIL", line)) == (
         "error handling packet: timing error: expected outbound packet at N sec but "

@@ -31,13 +31,15 @@ class Outcome:
 
 
 def first_error(message: str) -> str:
-    """The first ``file:line: text`` line (directory dropped), else the first non-empty line."""
+    """The first ``file:line: text`` line (directory dropped), else the last non-empty line:
+    an unlocated fatal error (an assertion, a timeout, an exception) comes after whatever
+    warnings the script's init commands printed first."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     for line in lines:
         located = _LOCATED.match(line)
         if located:
             return located.group("rest")
-    return _drop_dirs(lines[0]) if lines else ""
+    return _drop_dirs(lines[-1]) if lines else ""
 
 
 def _drop_dirs(line: str) -> str:
