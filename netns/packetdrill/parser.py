@@ -22,6 +22,18 @@ cmsg_data cmsg_level cmsg_type ee_errno ee_origin ee_type ee_code ee_info ee_dat
 scm_nsec fd u32 u64 ptr events revents onoff linger""".split())
 _FO_MAX = {P.TCPOPT_FO: 38, P.TCPOPT_EXP: 36}
 U32 = 0xFFFFFFFF
+_S64_MAX = 2**63 - 1
+# Deepest ``{``/``[`` nesting an expression may have: far beyond any real script, and well
+# inside Python's recursion limit (each level costs three parser frames).
+MAX_NESTING = 100
+
+
+def number(token: Token) -> int:
+    """An INTEGER or HEX token's value as upstream's lexer computes it: ``atoll``/``strtol``
+    saturate at the signed 64-bit limits, so a 23-digit literal reads as 2**63 - 1 and later
+    range checks report it in upstream's words."""
+    value = int(token.text, 16) if token.kind == "HEX" else int(token.text, 10)
+    return max(-_S64_MAX - 1, min(_S64_MAX, value))
 
 
 class Parser:
@@ -33,6 +45,7 @@ class Parser:
         self.pos = 0
         self.cfg = cfg
         self.head_line = 0
+        self.depth = 0
 
     # --- token helpers -------------------------------------------------------------------
     @property
@@ -74,8 +87,7 @@ class Parser:
 
     def integer(self, low: int, high: int, message: str, kinds: tuple[str, ...] = ("INTEGER",)
                 ) -> int:
-        token = self.expect_kind(*kinds)
-        value = int(token.text, 0) if token.kind == "HEX" else int(token.text, 10)
+        value = number(self.expect_kind(*kinds))
         if not low <= value <= high:
             raise self.semantic(message)
         return value
@@ -142,11 +154,19 @@ class Parser:
     # --- events ----------------------------------------------------------------------------
     def parse_time_value(self) -> tuple[bool, int]:
         relative = self.accept_char("+")
-        token = self.expect_kind("INTEGER", "FLOAT")
-        usecs = int(float(token.text) * 1e6) if token.kind == "FLOAT" else int(token.text) * 1000000
+        return relative, self.seconds(self.expect_kind("INTEGER", "FLOAT"))
+
+    def seconds(self, token: Token) -> int:
+        """A time in whole or fractional seconds, as usecs. Upstream keeps them in a signed
+        64-bit count, so anything beyond it (a 23-digit integer, 400 digits of float) is an
+        error here rather than an overflow."""
+        usecs = (float(token.text) * 1e6 if token.kind == "FLOAT"
+                 else number(token) * 1000000)
         if usecs < 0:
             raise self.semantic("negative time")
-        return relative, usecs
+        if usecs > _S64_MAX:
+            raise self.semantic("time out of range")
+        return int(usecs)
 
     def parse_event(self) -> Event:
         line = self.tok.line
@@ -161,11 +181,7 @@ class Parser:
                     raise self.semantic("time range is backwards")
             elif self.tok.kind == "ELLIPSIS":
                 self.next()
-                token = self.expect_kind("INTEGER", "FLOAT")
-                time.blocking_end = (int(float(token.text) * 1e6) if token.kind == "FLOAT"
-                                     else int(token.text) * 1000000)
-                if time.blocking_end < 0:
-                    raise self.semantic("negative time")
+                time.blocking_end = self.seconds(self.expect_kind("INTEGER", "FLOAT"))
         action = self.parse_action()
         event = Event(line, time, action)
         if time.any_time and not event.is_outbound:
@@ -181,7 +197,7 @@ class Parser:
         self.head_line = token.line
         if token.is_char("<") or token.is_char(">"):
             return self.parse_packet()
-        if token.kind == "WORD" and self.peek().is_char("("):
+        if token.kind == "WORD":   # a syscall; like upstream, the error is at the next token
             return self.parse_syscall()
         if token.kind == "BACKQUOTE":
             return CommandEvent(self.next().value)
@@ -325,9 +341,9 @@ class Parser:
 
     def parse_ports(self) -> tuple[int, int]:
         if self.tok.kind == "INTEGER" and self.peek().is_char(">"):
-            sport = int(self.next().text)
+            sport = number(self.next())
             self.next()
-            dport = int(self.expect_kind("INTEGER").text)
+            dport = number(self.expect_kind("INTEGER"))
             if not 0 <= sport <= 0xFFFF:
                 raise self.semantic("src port out of range")
             if not 0 <= dport <= 0xFFFF:
@@ -574,7 +590,7 @@ class Parser:
             return Expr("ellipsis")
         if token.kind in ("INTEGER", "HEX"):
             self.next()
-            return Expr("integer", int(token.text, 0) if token.kind == "HEX" else int(token.text))
+            return Expr("integer", number(token))
         if token.kind == "WORD":
             self.next()
             if self.accept_char("="):
@@ -596,6 +612,11 @@ class Parser:
         raise self.fail()
 
     def parse_sequence(self, opener: str, closer: str) -> list[Expr]:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise ScriptError(f"{self.path}:{self.tok.end_line}: parse error at "
+                              f"'{self.tok.text}': expression nested more than {MAX_NESTING} "
+                              f"levels deep", self.tok.end_line)
         self.expect_char(opener)
         items: list[Expr] = []
         if not self.tok.is_char(closer):
@@ -603,6 +624,7 @@ class Parser:
             while self.accept_char(","):
                 items.append(self.parse_expr())
         self.expect_char(closer)
+        self.depth -= 1
         return items
 
     def parse_keyword_term(self, token: Token) -> Expr:
@@ -612,7 +634,7 @@ class Parser:
             arg = self.expect_kind("STRING" if token.text != "htons" else "INTEGER")
             self.expect_char(")")
             if token.text == "htons":
-                return Expr("htons", int(arg.text))
+                return Expr("htons", number(arg))
             try:
                 address = (ipaddress.IPv4Address(arg.value) if token.text == "inet_addr"
                            else ipaddress.IPv6Address(arg.value))

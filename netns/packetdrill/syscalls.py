@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ipaddress
+import mmap
 import os
 import socket
 import struct
@@ -49,6 +50,7 @@ for _name, (_res, _args) in _PROTOS.items():
     getattr(libc, _name).restype = _res
     getattr(libc, _name).argtypes = _args
 
+_EAGER_BUFFER = 1 << 20
 FD_RETURNING = frozenset(("socket", "accept", "open", "epoll_create", "cap_set"))
 _ARGC = {"socket": 3, "bind": 3, "listen": 2, "accept": 3, "connect": 3, "read": 3, "readv": 3,
          "writev": 3, "recv": 4, "recvfrom": 6, "recvmsg": 3, "write": 3, "send": 4,
@@ -116,10 +118,16 @@ class Executor:
                 raise RuntimeFailure(f"unknown symbol: '{expr.value}'")
             return SYMBOLS[expr.value]
         if expr.kind == "binary":
-            left, right = expr.items
-            if left.kind not in ("integer", "word", "binary", "htons"):
-                raise RuntimeFailure("left hand side of | not an integer")
-            return self.integer(left) | self.integer(right)
+            # ``a | b | c`` is a left-deep tree: walk its spine instead of recursing, so a
+            # script with thousands of ``|`` cannot exhaust the stack.
+            value = 0
+            while expr.kind == "binary":
+                left, right = expr.items
+                if left.kind not in ("integer", "word", "binary", "htons"):
+                    raise RuntimeFailure("left hand side of | not an integer")
+                value |= self.integer(right)
+                expr = left
+            return value | self.integer(expr)
         raise self.type_error(expr, "integer")
 
     def int32(self, expr: Expr) -> int:
@@ -150,6 +158,12 @@ class Executor:
         return entry
 
     def buffer(self, size: int) -> ctypes.Array[ctypes.c_char]:
+        if size > _EAGER_BUFFER:
+            # Lazily zeroed pages, like upstream's malloc(): `read(3, ..., 2000000000)` must
+            # not touch 2 GB before the kernel returns the few bytes it has.
+            area = mmap.mmap(-1, size)
+            self.state.keep_alive.append(area)
+            return (ctypes.c_char * size).from_buffer(area)
         buf = ctypes.create_string_buffer(max(size, 1))
         self.state.keep_alive.append(buf)
         return buf
@@ -191,7 +205,7 @@ class Executor:
             raise RuntimeFailure(f"Expected {_ARGC[event.name]} args but got {len(args)}")
         if event.result.kind not in ("integer",):
             raise self.type_error(event.result, "integer")
-        expected = int(event.result.value)
+        expected = self.int32(event.result)
         ret, err, post = method(args)
         if on_return is not None:
             on_return()
@@ -329,49 +343,57 @@ class Executor:
     # --- data transfer ------------------------------------------------------------------
     def data_buffer(self, expr: Expr, size: int) -> ctypes.Array[ctypes.c_char] | None:
         if expr.kind == "ellipsis" or expr.kind == "string":
-            return self.buffer(size)
+            # A negative count is a huge size_t for the kernel; upstream's malloc() of it
+            # fails and the call gets NULL, so the kernel can never write past a buffer.
+            return self.buffer(size) if size >= 0 else None
         if expr.kind in ("integer", "word") and self.integer(expr) == 0:
             return None
         raise RuntimeFailure("Expected ... or NULL for buffer")
 
     def sys_read(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd, count = self.live_fd(args[0]), self.integer(args[2])
+        fd, count = self.live_fd(args[0]), self.int32(args[2])
         ret, err = self.call(libc.read, fd, self.data_buffer(args[1], count), count)
         return ret, err, None
 
     def sys_write(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd, count = self.live_fd(args[0]), self.integer(args[2])
+        fd, count = self.live_fd(args[0]), self.int32(args[2])
         ret, err = self.call(libc.write, fd, self.data_buffer(args[1], count), count)
         return ret, err, None
 
     def sys_recv(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd, count = self.live_fd(args[0]), self.integer(args[2])
+        fd, count = self.live_fd(args[0]), self.int32(args[2])
         ret, err = self.call(libc.recv, fd, self.data_buffer(args[1], count), count,
                              self.int32(args[3]))
         return ret, err, None
 
     def sys_send(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd, count = self.live_fd(args[0]), self.integer(args[2])
+        fd, count = self.live_fd(args[0]), self.int32(args[2])
         ret, err = self.call(libc.send, fd, self.data_buffer(args[1], count), count,
                              self.int32(args[3]))
         return ret, err, None
 
     def sys_recvfrom(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd, count = self.live_fd(args[0]), self.integer(args[2])
+        fd, count = self.live_fd(args[0]), self.int32(args[2])
         addr, addrlen = self.buffer(128), ctypes.c_uint(128)
         ret, err = self.call(libc.recvfrom, fd, self.data_buffer(args[1], count), count,
                              self.int32(args[3]), addr, ctypes.byref(addrlen))
         return ret, err, None
 
     def sys_sendto(self, args: list[Expr]) -> tuple[int, int, Post]:
-        entry, count = self.entry(args[0]), self.integer(args[2])
+        entry, count = self.entry(args[0]), self.int32(args[2])
         if args[4].kind == "ellipsis":
             addr: bytes | None = self.sockaddr_remote()
             self._start_connect(entry)
         else:
             family = self.int32(args[4])
             addr = struct.pack("=H", family) + bytes(26 if self.cfg.socket_v6 else 14)
-        ret, err = self.call(libc.sendto, entry.live, self.data_buffer(args[1], count), count,
+        buf = self.data_buffer(args[1], count)
+        if (buf is not None and count >= 8 and entry.conn is not None
+                and entry.conn.proto in (P.IPPROTO_ICMP, P.IPPROTO_ICMPV6)):
+            # A ping socket only sends echo requests: like upstream, the script's zeroed
+            # buffer becomes one (the kernel fills in id and checksum).
+            buf[0] = 128 if self.cfg.wire_v6 else 8
+        ret, err = self.call(libc.sendto, entry.live, buf, count,
                              self.int32(args[3]), addr, len(addr) if addr else 0)
         self._after_connect(entry)
         return ret, err, None
@@ -510,12 +532,12 @@ class Executor:
     # --- control ----------------------------------------------------------------------------
     def sys_fcntl(self, args: list[Expr]) -> tuple[int, int, Post]:
         fd, cmd = self.live_fd(args[0]), self.int32(args[1])
-        arg = self.integer(args[2]) if len(args) == 3 else 0
+        arg = self.int32(args[2]) if len(args) == 3 else 0
         ret, err = self.call(libc.fcntl, fd, cmd, arg)
         return ret, err, None
 
     def sys_ioctl(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd, request = self.live_fd(args[0]), self.integer(args[1])
+        fd, request = self.live_fd(args[0]), self.int32(args[1])
         out = ctypes.c_int(0)
         ret, err = self.call(libc.ioctl, fd, request, ctypes.byref(out))
 
@@ -604,7 +626,7 @@ class Executor:
             if fd_expr is None or ev_expr is None:
                 raise self.type_error(item, "pollfd")
             struct.pack_into("=ihh", array, 8 * i, self.live_fd(fd_expr), self.integer(ev_expr), 0)
-        ret, err = self.call(libc.poll, array, self.integer(args[1]), self.int32(args[2]))
+        ret, err = self.call(libc.poll, array, self.int32(args[1]), self.int32(args[2]))
 
         def post() -> None:
             for i, item in enumerate(items):
@@ -629,7 +651,7 @@ class Executor:
             offset = ctypes.c_long(self.bracketed_int(args[2]))
         ret, err = self.call(libc.sendfile, out_fd, in_fd,
                              ctypes.byref(offset) if offset is not None else None,
-                             self.integer(args[3]))
+                             self.int32(args[3]))
         return ret, err, None
 
     # --- epoll, pipes, splice, capabilities ---------------------------------------------
@@ -689,7 +711,7 @@ class Executor:
         fd_in, fd_out = self.live_fd(args[0]), self.live_fd(args[2])
         off_in, off_out = self.integer(args[1]), self.integer(args[3])
         ret, err = self.call(libc.splice, fd_in, off_in or None, fd_out, off_out or None,
-                             self.integer(args[4]), self.int32(args[5]))
+                             self.int32(args[4]), self.int32(args[5]))
         return ret, err, None
 
     def sys_cap_set(self, args: list[Expr]) -> tuple[int, int, Post]:

@@ -94,7 +94,7 @@ def test_command_line_options_override_script_options() -> None:
 
 @pytest.mark.parametrize("text, message", [
     ("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 frob 3\n",
-     "t.pkt:2: parse error at 'frob': syntax error"),
+     "t.pkt:2: parse error at '3': syntax error"),
     ("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3 // no newline",
      "t.pkt:1: parse error at '/': syntax error"),
     ("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n# comment\n",
