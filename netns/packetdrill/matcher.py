@@ -10,7 +10,7 @@ from . import protocols as P
 from .config import Config
 from .dump import format_option
 from .errors import RuntimeFailure
-from .model import ECT01, PacketEvent, TcpOption, TcpSpec, UdpSpec
+from .model import ECT01, IcmpSpec, PacketEvent, TcpOption, TcpSpec, UdpSpec
 from .wire import (ACK, AE, CWR, ECE, FIN, PSH, RST, SYN, URG, GreHeader, Header, IcmpHeader,
                    IpHeader, MplsHeader, Packet, TcpHeader, UdpHeader, encode,
                    encode_tcp_options)
@@ -113,7 +113,7 @@ def _check_ip(want: IpHeader, got: IpHeader, length: int, event: PacketEvent | N
         _field("ip_ecn", info.ecn, got.tos & 3)
     elif info.tos is not None:
         _field("tos", info.tos, got.tos)
-    if info.ttl is not None and info.ttl != 255:
+    if info.ttl is not None:   # upstream skips 255 ("no check"); a written TTL is checked
         _field("ipv4_ttl" if want.version == 4 else "ipv6_hop_limit", info.ttl, got.ttl)
 
 
@@ -162,6 +162,10 @@ def _check_l4(expected: Packet, actual: Packet, spec: object) -> None:
     elif isinstance(want, IcmpHeader) and isinstance(got, IcmpHeader):
         _field("icmp_type", want.type, got.type)
         _field("icmp_code", want.code, got.code)
+        if isinstance(spec, IcmpSpec) and spec.mtu is not None:
+            # The MTU is the header's last 2 (ICMPv4) or 4 (ICMPv6) bytes.
+            size = 4 if expected.inner_ip.version == 6 else 2
+            _field("icmp_mtu", spec.mtu, int.from_bytes(got.rest[4 - size:], "big"))
 
 
 def _opt_words(tcp: TcpHeader) -> int:
@@ -183,6 +187,11 @@ def _check_options(want: list[TcpOption], got: list[TcpOption], cfg: Config,
             tick = cfg.tcp_ts_tick_usecs
             if tick and abs(b.values[0] - a.values[0]) * tick > ts_tolerance:
                 raise RuntimeFailure(f"bad outbound TCP timestamp value, tolerance {ts_tolerance}")
+            # Upstream never compares the echo reply; it is exact (the inbound TS val the
+            # kernel echoes is sent unmapped), so a wrong one must not pass.
+            if a.values[1] != b.values[1]:
+                raise RuntimeFailure(f"bad outbound TCP timestamp echo reply: expected: "
+                                     f"{a.values[1]} actual: {b.values[1]}")
             continue
         raw_a, raw_b = encode_tcp_options([a]), encode_tcp_options([b])
         if raw_a != raw_b:

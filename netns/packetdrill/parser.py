@@ -226,7 +226,23 @@ class Parser:
             l4 = self.parse_icmp()
         else:
             l4 = self.parse_tcp(direction)
+        if direction == ">":
+            self.reject_unchecked(l4)
         return PacketEvent(direction, l4, ip_info, encaps)
+
+    def reject_unchecked(self, l4: TcpSpec | UdpSpec | IcmpSpec) -> None:
+        """Outbound values no engine can compare are errors, never silently accepted: the
+        kernel picks the local port and the echo id, and what an ICMP message quotes is
+        only checked by its size (write ``[raw (N)]``)."""
+        if isinstance(l4, (TcpSpec, UdpSpec)) and (l4.sport or l4.dport):
+            raise self.semantic("unsupported: ports of an outbound packet are never "
+                                "compared (the socket's own ports are used)")
+        if isinstance(l4, IcmpSpec) and l4.echo_id is not None:
+            raise self.semantic("unsupported: the echo id of an outbound ICMP packet is the "
+                                "kernel's choice and is never compared")
+        if isinstance(l4, IcmpSpec) and l4.echoed is not None and l4.echoed[0] != "raw":
+            raise self.semantic("unsupported: an outbound ICMP packet's quoted header is "
+                                "never compared; give its size with [raw (N)]")
 
     def parse_encaps(self) -> list[Encap]:
         encaps: list[Encap] = []

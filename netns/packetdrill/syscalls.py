@@ -342,7 +342,7 @@ class Executor:
 
     # --- data transfer ------------------------------------------------------------------
     def data_buffer(self, expr: Expr, size: int) -> ctypes.Array[ctypes.c_char] | None:
-        if expr.kind == "ellipsis" or expr.kind == "string":
+        if expr.kind == "ellipsis":
             # A negative count is a huge size_t for the kernel; upstream's malloc() of it
             # fails and the call gets NULL, so the kernel can never write past a buffer.
             return self.buffer(size) if size >= 0 else None
@@ -374,6 +374,7 @@ class Executor:
 
     def sys_recvfrom(self, args: list[Expr]) -> tuple[int, int, Post]:
         fd, count = self.live_fd(args[0]), self.int32(args[2])
+        self.require_ellipsis(args[4], args[5])
         addr, addrlen = self.buffer(128), ctypes.c_uint(128)
         ret, err = self.call(libc.recvfrom, fd, self.data_buffer(args[1], count), count,
                              self.int32(args[3]), addr, ctypes.byref(addrlen))
@@ -387,6 +388,7 @@ class Executor:
         else:
             family = self.int32(args[4])
             addr = struct.pack("=H", family) + bytes(26 if self.cfg.socket_v6 else 14)
+        self.require_ellipsis(args[5])
         buf = self.data_buffer(args[1], count)
         if (buf is not None and count >= 8 and entry.conn is not None
                 and entry.conn.proto in (P.IPPROTO_ICMP, P.IPPROTO_ICMPV6)):
@@ -497,14 +499,22 @@ class Executor:
         for i, (want, (level, kind, data)) in enumerate(zip(wanted, actual)):
             want_level = self.integer(want.field("cmsg_level") or Expr("integer", 0))
             want_type = self.integer(want.field("cmsg_type") or Expr("integer", 0))
-            if (want_level, want_type) != (level, kind):
-                raise RuntimeFailure(f"Bad level/type in cmsg {i}: expected={want_level}/"
-                                     f"{want_type} actual={level}/{kind}")
-            self.check_cmsg_data(i, want.field("cmsg_data"), data)
+            if want_level != level:
+                raise RuntimeFailure(f"Bad level in cmsg {i}: expected={want_level} "
+                                     f"actual={level}")
+            if want_type != kind:
+                raise RuntimeFailure(f"Bad type in cmsg {i}: expected={want_type} "
+                                     f"actual={kind}")
+            want_data = want.field("cmsg_data")
+            size = cmsg_data_size(want_data, level)
+            if size is not None and size != len(data):
+                raise RuntimeFailure(f"Bad len in cmsg {i}: expected={16 + size} "
+                                     f"actual={16 + len(data)}")
+            self.check_cmsg_data(i, want_data, data)
 
     def check_cmsg_data(self, index: int, want: Expr | None, data: bytes) -> None:
-        if want is None:
-            return
+        if want is None:   # upstream's grammar requires it; nothing may go unchecked
+            raise RuntimeFailure(f"cmsg {index} has no cmsg_data")
         if want.kind == "brace" and want.field("ee_errno") is not None:
             values = struct.unpack("=IBBBBII", data[:16])
             for name, got in zip(("errno", "origin", "type", "code", "info", "data"), values[:5] +
@@ -528,6 +538,8 @@ class Executor:
             if self.integer(want) & 0xFFFFFFFF != got:
                 raise RuntimeFailure(f"Bad cmsg data in cmsg {index}: expected="
                                      f"{self.integer(want)} actual={got}")
+        else:   # e.g. SCM_TIMESTAMPING_OPT_STATS attribute lists: never silently accepted
+            raise RuntimeFailure("Unrecognized type for cmsg_data")
 
     # --- control ----------------------------------------------------------------------------
     def sys_fcntl(self, args: list[Expr]) -> tuple[int, int, Post]:
@@ -609,11 +621,25 @@ class Executor:
                 got = struct.unpack("=i", raw[:4])[0]
                 if want & 0xFFFFFFFF != got & 0xFFFFFFFF:
                     raise RuntimeFailure(f"Bad getsockopt optval: expected: {want} actual: {got}")
-            elif want_expr.kind in ("string", "inet6_addr"):
+            elif want_expr.kind == "string":
                 want_raw = self.optval(want_expr)
-                if want_raw != raw[:len(want_raw)]:
+                if len(want_raw) != optlen:
+                    raise RuntimeFailure(f"Bad getsockopt optval: expected optlen ({optlen} "
+                                         f"bytes) does not match length of expected optval "
+                                         f"string '{want_expr.value}' ({len(want_raw)} bytes)")
+                if want_raw != raw:
                     raise RuntimeFailure(f"Bad getsockopt optval: expected: '{want_expr.value}'"
                                          f" actual: '{raw.decode('latin-1')}'")
+            elif want_expr.kind == "inet6_addr":
+                if optlen != 16:
+                    raise RuntimeFailure(f"Unsupported getsockopt optlen: {optlen}")
+                if bytes(want_expr.value) != raw:
+                    raise RuntimeFailure("Bad getsockopt optval: expected: "
+                                         f"{ipaddress.IPv6Address(bytes(want_expr.value))} "
+                                         f"actual: {ipaddress.IPv6Address(raw)} ")
+            else:   # upstream's wording: every other value would go unchecked
+                raise RuntimeFailure(f"unsupported getsockopt value type: "
+                                     f"{type_name(want_expr)}")
         return ret, err, post
 
     def sys_poll(self, args: list[Expr]) -> tuple[int, int, Post]:
@@ -726,6 +752,21 @@ class Executor:
             data[slot] = (data[slot] | bit) if action else (data[slot] & ~bit)
             ret, err = self.call(libc.syscall, nr_capset, header, data)
         return ret, err, None
+
+
+def cmsg_data_size(want: Expr | None, level: int) -> int | None:
+    """Size of the cmsg data a ``cmsg_data`` expression describes, as upstream lays it out
+    (an int; three timespecs; an extended error and the offender's sockaddr), so a cmsg of
+    another length fails as upstream's ``Bad len`` does. None: nothing written to size."""
+    if want is None:
+        return None
+    if want.kind in ("integer", "word", "binary"):
+        return 4
+    if want.kind == "brace" and want.field("scm_sec") is not None:
+        return 48
+    if want.kind == "brace" and want.field("ee_errno") is not None:
+        return 16 + (16 if level == socket.SOL_IP else 28)
+    return None
 
 
 def decode_escapes(text: str) -> bytes:
