@@ -164,8 +164,9 @@ class Parser:
                  else number(token) * 1000000)
         if usecs < 0:
             raise self.semantic("negative time")
-        if usecs > _S64_MAX:
-            raise self.semantic("time out of range")
+        if usecs > _S64_MAX:   # upstream overflows into "time goes backward" on this line
+            raise ScriptError(f"{self.path}:{token.line}: semantic error: time out of range",
+                              token.line)
         return int(usecs)
 
     def parse_event(self) -> Event:

@@ -123,3 +123,13 @@ def test_console_script_is_installed() -> None:
     tool = Path(sys.executable).parent / "netregress-packetdrill"
     done = subprocess.run([str(tool)], capture_output=True, text=True, check=False)
     assert done.returncode == 1 and "missing script path" in done.stderr
+
+
+def test_a_23_digit_integer_is_upstreams_range_error(tmp_path: Path) -> None:
+    """It saturates like upstream's atoll() and fails the 32-bit check, in upstream's words."""
+    path = script(tmp_path, "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
+                            "+0 read(3, ..., 12345678901234567890123) = 0\n")
+    done = run(str(path))
+    assert (done.returncode, done.stderr) == (1, f"{path}:2: runtime error in read call: Value "
+                                                 "out of range for 32-bit integer: "
+                                                 "9223372036854775807\n")
