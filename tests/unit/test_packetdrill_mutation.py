@@ -118,6 +118,8 @@ MUTANTS = [
            r"semantic error: unsupported: ports of an outbound packet"),
     Mutant("rejected_buffer_contents", SYSCALLS, "read(6, ..., 10) = 5",
            'read(6, "abcde", 10) = 5', r"Expected \.\.\. or NULL for buffer"),
+    Mutant("rejected_iovec_contents", SYSCALLS, "readv(4, [{..., 100}, {",
+           'readv(4, [{"abc", 100}, {', r"Bad type; actual: string expected: ellipsis"),
     Mutant("rejected_address", "packetdrill/udp/udp-exchange.pkt",
            "recvfrom(3, ..., 1000, 0, ..., ...)", "recvfrom(3, ..., 1000, 0, 7, ...)",
            r"Bad type; actual: integer expected: ellipsis"),
@@ -132,7 +134,8 @@ REQUIRED_KINDS = {
     "getsockopt_string", "poll_revents", "epoll_events", "epoll_data", "msg_flags",
     "cmsg_level", "cmsg_type", "cmsg_ee_errno", "cmsg_ee_origin", "cmsg_ee_type",
     "cmsg_ee_code", "cmsg_ee_data", "event_time", "tcp_info", "shell_command",
-    "rejected_outbound_ports", "rejected_buffer_contents", "rejected_address",
+    "rejected_outbound_ports", "rejected_buffer_contents", "rejected_iovec_contents",
+    "rejected_address",
 }
 
 
