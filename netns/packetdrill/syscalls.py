@@ -131,10 +131,12 @@ class Executor:
         raise self.type_error(expr, "integer")
 
     def int32(self, expr: Expr) -> int:
+        """Upstream's s32: anything from INT_MIN to UINT_MAX, stored as a signed 32-bit
+        value (so ``= 4294967295`` expects -1 and a count of 3000000000 is negative)."""
         value = self.integer(expr)
         if not -2**31 <= value < 2**32:
             raise RuntimeFailure(f"Value out of range for 32-bit integer: {value}")
-        return value
+        return value - 2**32 if value >= 2**31 else value
 
     def bracketed_int(self, expr: Expr) -> int:
         if expr.kind != "list":
@@ -161,7 +163,11 @@ class Executor:
         if size > _EAGER_BUFFER:
             # Lazily zeroed pages, like upstream's malloc(): `read(3, ..., 2000000000)` must
             # not touch 2 GB before the kernel returns the few bytes it has.
-            area = mmap.mmap(-1, size)
+            try:
+                area = mmap.mmap(-1, size)
+            except OSError as err:
+                raise RuntimeFailure(f"cannot allocate a {size}-byte buffer: "
+                                     f"{err.strerror}") from None
             self.state.keep_alive.append(area)
             return (ctypes.c_char * size).from_buffer(area)
         buf = ctypes.create_string_buffer(max(size, 1))
