@@ -6,11 +6,13 @@ because that first message is what users and tools key on.
 
 from __future__ import annotations
 
+from ipaddress import ip_address
+
 from . import protocols as P
 from .config import Config
 from .dump import format_option
 from .errors import RuntimeFailure
-from .model import ECT01, IcmpSpec, PacketEvent, TcpOption, TcpSpec, UdpSpec
+from .model import ECT01, IcmpSpec, IpInfo, PacketEvent, TcpOption, TcpSpec, UdpSpec
 from .wire import (ACK, AE, CWR, ECE, FIN, PSH, RST, SYN, URG, GreHeader, Header, IcmpHeader,
                    IpHeader, MplsHeader, Packet, TcpHeader, UdpHeader, encode,
                    encode_tcp_options)
@@ -58,6 +60,8 @@ def verify(expected: Packet, actual: Packet, event: PacketEvent, cfg: Config,
     for i, (want, got) in enumerate(zip(expected.headers, actual.headers)):
         if isinstance(want, IpHeader) and isinstance(got, IpHeader):
             _check_ip(want, got, lengths[i], event if i == inner else None)
+            if i != inner:   # an encapsulation header: headers[i] is event.encaps[i]
+                _check_outer_ip(i, want, got, event.encaps[i].ip_info)
         elif isinstance(want, GreHeader) and isinstance(got, GreHeader):
             _check_gre(want, got)
         elif isinstance(want, MplsHeader) and isinstance(got, MplsHeader):
@@ -103,8 +107,21 @@ def _check_ip(want: IpHeader, got: IpHeader, length: int, event: PacketEvent | N
         _field("ipv6_version", 6, got.version)
         _field("ipv6_payload_len", length, got.length)
         _field("ipv6_next_header", want.proto, got.proto)
-    if info is None:
-        return
+    if info is not None:
+        _check_ip_info(info, want.version, got)
+
+
+def _check_outer_ip(index: int, want: IpHeader, got: IpHeader, info: IpInfo) -> None:
+    """An outbound encapsulation header's literal addresses and written TOS/TTL (upstream
+    compares neither; nothing a script writes may pass unchecked)."""
+    if (want.src, want.dst) != (got.src, got.dst):
+        raise RuntimeFailure(f"live packet header layer {index} addresses: expected: "
+                             f"{ip_address(want.src)} > {ip_address(want.dst)} vs actual: "
+                             f"{ip_address(got.src)} > {ip_address(got.dst)}")
+    _check_ip_info(info, want.version, got)
+
+
+def _check_ip_info(info: IpInfo, version: int, got: IpHeader) -> None:
     if info.ecn == ECT01:
         if got.tos & 3 not in (1, 2):
             raise RuntimeFailure("live packet field ip_ecn: expected: 0x1 or 0x2 vs actual: "
@@ -114,7 +131,7 @@ def _check_ip(want: IpHeader, got: IpHeader, length: int, event: PacketEvent | N
     elif info.tos is not None:
         _field("tos", info.tos, got.tos)
     if info.ttl is not None:   # upstream skips 255 ("no check"); a written TTL is checked
-        _field("ipv4_ttl" if want.version == 4 else "ipv6_hop_limit", info.ttl, got.ttl)
+        _field("ipv4_ttl" if version == 4 else "ipv6_hop_limit", info.ttl, got.ttl)
 
 
 def _check_gre(want: GreHeader, got: GreHeader) -> None:
