@@ -592,6 +592,9 @@ class Parser:
             while self.tok.kind == "WORD" or self.tok.is_kw("flags"):
                 self.next()
             self.expect_char(")")
+        problem = unchecked_part(name, args)
+        if problem:
+            raise self.semantic(f"unsupported: {problem}")
         return SyscallEvent(name, args, result, errno)
 
     def parse_expr(self) -> Expr:
@@ -667,6 +670,28 @@ class Parser:
             self.expect_char("=")
             return Expr("keyed", key=token.text, items=[self.parse_expr()], index=index)
         raise self.fail(token)
+
+
+def unchecked_part(name: str, args: list[Expr]) -> str:
+    """What in a call's arguments upstream's grammar has no place for and no engine would
+    compare ("" if nothing): iovec contents, a msghdr's msg_name, a cmsg without data."""
+    iovecs = args[1].items if name in ("readv", "writev") and len(args) > 1 \
+        and args[1].kind == "list" else []
+    for msg in (arg for arg in args if arg.kind == "brace"):
+        for item in msg.items:
+            if item.kind == "keyed" and item.key == "msg_name" and (
+                    item.items[0].kind != "ellipsis"
+                    or (item.index is not None and item.index.kind != "ellipsis")):
+                return "msg_name is the engine's live address: write msg_name(...)=..."
+        iov, control = msg.field("msg_iov"), msg.field("msg_control")
+        iovecs = iovecs + (iov.items if iov is not None and iov.kind == "list" else [])
+        for cmsg in control.items if control is not None and control.kind == "list" else []:
+            if cmsg.kind == "brace" and cmsg.field("cmsg_data") is None:
+                return "a cmsg needs cmsg_data"
+    for iovec in iovecs:
+        if iovec.kind == "brace" and iovec.items and iovec.items[0].kind != "ellipsis":
+            return "iovec contents are never compared: write {..., LENGTH}"
+    return ""
 
 
 def option_length(option: TcpOption) -> int:

@@ -119,7 +119,7 @@ MUTANTS = [
     Mutant("rejected_buffer_contents", SYSCALLS, "read(6, ..., 10) = 5",
            'read(6, "abcde", 10) = 5', r"Expected \.\.\. or NULL for buffer"),
     Mutant("rejected_iovec_contents", SYSCALLS, "readv(4, [{..., 100}, {",
-           'readv(4, [{"abc", 100}, {', r"Bad type; actual: string expected: ellipsis"),
+           'readv(4, [{"abc", 100}, {', r"semantic error: unsupported: iovec contents"),
     Mutant("rejected_address", "packetdrill/udp/udp-exchange.pkt",
            "recvfrom(3, ..., 1000, 0, ..., ...)", "recvfrom(3, ..., 1000, 0, 7, ...)",
            r"Bad type; actual: integer expected: ellipsis"),
