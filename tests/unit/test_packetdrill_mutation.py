@@ -94,7 +94,7 @@ MUTANTS = [
            "{events=EPOLLIN, fd=4}, 1, 0) = 1", r"epoll_event->data"),
     Mutant("msg_flags", SYSCALLS, RECVMSG, RECVMSG.replace("msg_flags=0", "msg_flags=MSG_TRUNC"),
            r"Expected msg_flags"),
-    # control messages (ee_info is covered where its offset is fixed)
+    # control messages
     Mutant("cmsg_level", ZEROCOPY, "cmsg_level=CMSG_LEVEL_IP", "cmsg_level=SOL_SOCKET",
            r"Bad level in cmsg 0"),
     Mutant("cmsg_type", ZEROCOPY, "cmsg_type=CMSG_TYPE_RECVERR", "cmsg_type=99",
@@ -105,6 +105,7 @@ MUTANTS = [
     Mutant("cmsg_ee_type", ZEROCOPY, "ee_type=0", "ee_type=1", r"Bad type in extended err"),
     Mutant("cmsg_ee_code", ZEROCOPY, "ee_code=SO_EE_CODE_ZEROCOPY_COPIED", "ee_code=0",
            r"Bad code in extended err"),
+    Mutant("cmsg_ee_info", ZEROCOPY, "ee_info=0", "ee_info=1", r"Bad info in extended err"),
     Mutant("cmsg_ee_data", ZEROCOPY, "ee_data=0", "ee_data=1", r"Bad data in extended err"),
     # time, code blocks (tcp_info), shell commands
     Mutant("event_time", TS_SACK, "   +0 > . 1:1001(1000) ack 1 <",
@@ -133,7 +134,7 @@ REQUIRED_KINDS = {
     "icmp_quoted_size", "syscall_result", "errno", "ioctl_value", "getsockopt_int",
     "getsockopt_string", "poll_revents", "epoll_events", "epoll_data", "msg_flags",
     "cmsg_level", "cmsg_type", "cmsg_ee_errno", "cmsg_ee_origin", "cmsg_ee_type",
-    "cmsg_ee_code", "cmsg_ee_data", "event_time", "tcp_info", "shell_command",
+    "cmsg_ee_code", "cmsg_ee_info", "cmsg_ee_data", "event_time", "tcp_info", "shell_command",
     "rejected_outbound_ports", "rejected_buffer_contents", "rejected_iovec_contents",
     "rejected_address",
 }
