@@ -15,8 +15,8 @@ Python (no bridge device, no kernel forwarding).
 
 Oracle (asserted): with ``tx off`` on both senders' veths the exchange completes and the
 receiver's TcpInCsumErrors does not move. The broken variant runs it with offload on (the
-receiver counts checksum errors and the exchange never completes), a strict xfail. Never assert checksum validity on a
-TX-side capture: tcpdump sees the unfinished checksum there.
+receiver counts checksum errors and the exchange never completes), a strict xfail. Never
+assert checksum validity on a TX-side capture: tcpdump sees the unfinished checksum there.
 """
 
 import subprocess
