@@ -6,8 +6,8 @@ as ordinary reports (so -v, -rA, --junitxml and the exit status work unchanged).
 
 Guest side (any run with NETREGRESS_KERNEL set, i.e. started by the matrix or by --kernel):
 apply `expectations.toml` as strict xfail for this kernel, and record each test's exact node id
-in the JUnit XML so the host can map results back. A plain host run applies the expectations
-for the running kernel too.
+in the JUnit XML so the host can map results back. A plain host run does both too, for the
+running kernel.
 """
 
 import os
@@ -107,8 +107,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Known kernel differences as strict xfail, for the kernel the tests will run on: a
     guest's (NETREGRESS_KERNEL), or this host's own ("running") in a plain run, so an old
-    host shows the same expected failures as its matrix column. Guest side also: node ids
-    into JUnit."""
+    host shows the same expected failures as its matrix column. And node ids into JUnit
+    (the matrix and scripts/soak read them back)."""
     if _STATE in config.stash:
         return  # --kernel: the guest applies them
     guest = os.environ.get("NETREGRESS_KERNEL")
@@ -119,8 +119,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     except KernelsError as exc:
         raise pytest.UsageError(str(exc)) from None
     for item in items:
-        if guest:
-            item.user_properties.append((NODEID_PROPERTY, item.nodeid))
+        item.user_properties.append((NODEID_PROPERTY, item.nodeid))
         entry = expected_failure(expectations, item.nodeid, guest or "running", version)
         if entry is not None:
             item.add_marker(pytest.mark.xfail(reason=entry.why, strict=True))
