@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernels.errors import KernelsError
+from kernels.errors import KernelsError, run_cli
 from kernels.junit import read_junit
 from kernels.paths import cache_root
 from kernels.results import UNEXPECTED, Outcome
@@ -180,14 +180,7 @@ def soak(args: argparse.Namespace, selection: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args, selection = _parser().parse_known_args(argv)
     selection = [a for a in selection if a != "--"] or DEFAULT_SELECTION
-    try:
-        return soak(args, selection)
-    except KernelsError as exc:
-        print(f"soak: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("soak: interrupted", file=sys.stderr)
-        return 130
+    return run_cli("soak", lambda: soak(args, selection))
 
 
 if __name__ == "__main__":
