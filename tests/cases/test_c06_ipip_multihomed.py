@@ -19,8 +19,8 @@ unchanged, node2's ICMP unreachable counter moving, the ping failing — then, a
 report's fix, the registered source on the wire and the ping working. Variants: tunl0 UP
 catches the mismatched packets; strict rp_filter drops the asymmetric reply
 (IPReversePathFilter); a scapy probe of hand-built IPIP packets with the right and the
-wrong outer source. Each oracle has a broken variant (no fix; strict rp_filter; tunl0
-down) that runs it as a strict xfail.
+wrong outer source. Each oracle has a broken variant (the fix for the failure's oracle, no
+fix for the fix's; strict rp_filter; tunl0 down) that runs it as a strict xfail.
 
 Needs ipip: skipped on kernels without it, run for real in the VM kernels (kernels/).
 """
@@ -72,8 +72,14 @@ def net(topology) -> Network:
     return topology(shapes.ipip_multihomed())
 
 
-def test_c06_wrong_outer_source_is_dropped(net: Network) -> None:
+@pytest.mark.parametrize("fixed", [
+    pytest.param(False, id="as-reported"),
+    broken(True, id="report-fix", why="after the fix the registered source leaves"),
+])
+def test_c06_wrong_outer_source_is_dropped(net: Network, fixed: bool) -> None:
     """The field failure: outer src 192.168.0.113 reaches node2 and dies there."""
+    if fixed:
+        apply_report_fix(net)
     assert route_source(net["n4"], shapes.N2_UNDERLAY) == shapes.N4_PRIMARY
     n2_tunnel = net["n2"].link("ipip0")
     rx_before = n2_tunnel.stats()["rx_packets"]

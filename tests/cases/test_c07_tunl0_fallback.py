@@ -39,6 +39,14 @@ pytestmark = pytest.mark.needs("ipip")  # the probe also loads the module in a V
 
 FB = "net.core.fb_tunnels_only_for_init_net"
 
+# Oracles without a broken variant, and why (tests/unit/test_case_oracles.py reads this).
+ORACLES_NOT_PROVEN = {
+    "test_c07_tunl0_in_new_namespaces_follows_fb_sysctl":
+        "both sysctl values are asserted; no configuration makes the kernel ignore it",
+    "test_c07_tunl0_cannot_be_deleted_but_can_be_renamed":
+        "no configuration makes the fallback device deletable",
+}
+
 
 def current_fb_value() -> int:
     try:

@@ -4,8 +4,9 @@ The convention (``netns/variants.py``, README "Adding a case"): a case's test fu
 parametrized with its good configuration(s) and at least one ``broken(...)`` parameter, a
 strict xfail that only an AssertionError satisfies. This test reads the parametrization of
 every ``tests/cases/test_*.py`` (without running anything) and fails for a module that has no
-such variant, or whose broken parameter is not strict, has no reason, or stands alone in a
-function with no good configuration to share its oracle with.
+such variant, for a test function that has none and is not listed with its reason in the
+module's ``ORACLES_NOT_PROVEN``, and for a broken parameter that is not strict, has no
+reason, or stands alone in a function with no good configuration to share its oracle with.
 """
 
 import importlib.util
@@ -64,11 +65,24 @@ def test_there_are_case_modules() -> None:
     assert len(MODULES) >= 10, MODULES
 
 
+def _test_functions(module: ModuleType) -> list[str]:
+    return [name for name in dir(module)
+            if name.startswith("test") and callable(getattr(module, name))]
+
+
 @pytest.mark.parametrize("path", MODULES, ids=[p.name for p in MODULES])
 def test_case_module_has_a_strict_broken_variant(path: Path) -> None:
-    variants = broken_variants(_load(path))
+    module = _load(path)
+    variants = broken_variants(module)
     assert variants, (f"{path.name}: no test function has a `broken(...)` parameter (id "
                       f"{PREFIX}…): its oracle is never shown to fail")
+    exempt: dict[str, str] = getattr(module, "ORACLES_NOT_PROVEN", {})
+    unproven = sorted(set(_test_functions(module)) - set(variants) - set(exempt))
+    assert not unproven, (f"{path.name}: {', '.join(unproven)} has no broken variant; add one, "
+                          f"or list it with the reason in ORACLES_NOT_PROVEN")
+    stale = sorted(name for name in exempt if name in variants or not hasattr(module, name))
+    assert not stale, f"{path.name}: ORACLES_NOT_PROVEN lists {stale}, which need no entry"
+    assert all(str(why).strip() for why in exempt.values()), f"{path.name}: an empty reason"
     for name, params in variants.items():
         for param in params:
             xfail = _xfail(param)
