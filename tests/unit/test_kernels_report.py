@@ -72,6 +72,8 @@ def test_renderings(tmp_path: Path) -> None:
     assert "RIP: 0010:x" in text  # the console excerpt is shown, not just "crashed"
     markdown = render_markdown(matrix)
     assert "| t.py::test_a | pass | FAIL |" in markdown
+    # A known kernel difference names its commit in the cell; a plain xfail stays "xfail".
+    assert "| t.py::test_b | xfail b617158dc096 | CRASH |" in markdown
     assert "## Unexpected" in markdown
     data = to_json(matrix)
     assert data["unexpected"] == 4
