@@ -36,6 +36,11 @@ def current() -> Path:
     return _fallback
 
 
+def folder_name(nodeid: str) -> str:
+    """The per-test folder's name for a pytest node id (also how a report finds it later)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:150]
+
+
 def new_path(stem: str, suffix: str) -> Path:
     """A fresh file name in the current artifact folder, e.g. ``03-client-eth0.pcap``."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", stem)

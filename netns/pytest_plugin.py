@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -100,15 +99,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             + (f"; lacks {', '.join(lacking)}" if lacking else "")]
 
 
-def _test_dir(item: pytest.Item) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")[:150]
-    return item.config.stash[_ARTIFACTS_KEY] / safe
+def artifact_dir(item: pytest.Item) -> Path:
+    """The folder *item*'s pcaps and counter snapshots go to."""
+    return item.config.stash[_ARTIFACTS_KEY] / artifacts.folder_name(item.nodeid)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Point artifacts at this test's folder; skip when a `needs` feature is missing."""
-    folder = _test_dir(item)
+    folder = artifact_dir(item)
     shutil.rmtree(folder, ignore_errors=True)
     artifacts.set_current(folder)
     for mark in item.iter_markers("needs"):
@@ -128,7 +127,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                            f"Skipped: {call.excinfo.value}")
     failed = getattr(item, "_netregress_failed", False) or report.failed
     item._netregress_failed = failed  # type: ignore[attr-defined]
-    folder = _test_dir(item)
+    folder = artifact_dir(item)
     if report.when == "teardown":
         artifacts.set_current(None)
         if not failed:
