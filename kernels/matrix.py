@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import FrameType
 
-from kernels import tools
+from kernels import kept_pcaps, tools
 from kernels.catalog import DEFAULT_CATALOG, KernelSpec, RunningKernel, load_catalog, select
 from kernels.errors import KernelsError
 from kernels.expectations import load_expectations
@@ -116,7 +116,8 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
     children = Children()
     launcher = InitramfsLauncher(children, smp=max(1, (os.cpu_count() or 1) // jobs))
     options = RunOptions(
-        pytest_args=pytest_args, accel=args.accel, timeout=args.timeout,
+        pytest_args=[*pytest_args, kept_pcaps.PYTEST_OPTION], accel=args.accel,
+        timeout=args.timeout,
         expectations=args.expectations,
     )  # fmt: skip
     if reaped := reap_leftovers():
@@ -140,6 +141,7 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
         children.stop_all()  # first: workers blocked on a guest return once it is gone
         pool.shutdown(wait=True, cancel_futures=True)
     matrix = build(runs, collected)
+    kept_pcaps.prune(matrix)
     written = write_outputs(matrix, out_dir)
     print(render_text(matrix))
     print(f"\nmatrix: wrote {', '.join(p.name for p in written)} in {out_dir}")

@@ -39,6 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--artifacts-dir", default=os.environ.get("NETREGRESS_ARTIFACTS"),
                     help="where failing tests keep pcaps and counter snapshots "
                          "(default: ./artifacts/<run id>)")
+    group.addoption("--keep-passing-pcaps", action="store_true",
+                    help="passing tests keep their pcaps too (up to 4 MB each), so a report "
+                         "can compare them with another kernel's failing run")
 
 
 def _capabilities() -> int:
@@ -131,7 +134,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     if report.when == "teardown":
         artifacts.set_current(None)
         if not failed:
-            shutil.rmtree(folder, ignore_errors=True)
+            artifacts.drop_passing(folder, item.config.getoption("--keep-passing-pcaps"))
     elif report.failed and folder.exists() and any(folder.iterdir()):
         report.sections.append(("netregress artifacts", f"pcaps and counters kept in {folder}"))
     return report
