@@ -14,6 +14,7 @@ matrix output is written.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable
@@ -103,9 +104,10 @@ def _detail(matrix: Matrix, run: KernelRun, nodeid: str, result: TestResult, ide
     if result.outcome == "crash":
         excerpt = result.details or (run.problem.excerpt if run.problem else "")
         detail.console = "\n".join(excerpt.splitlines()[-60:])
-        detail.console_link = (run.out_dir / "console.log").relative_to(out_dir).as_posix()
+        detail.console_link = Path(os.path.relpath(run.out_dir / "console.log", out_dir)
+                                   ).as_posix()
         return detail
-    if result.details and result.details != result.message:
+    if result.details:
         detail.text = "\n".join(result.details.splitlines()[-80:])
     if result.outcome == "fail":
         detail.evidence = Markup(evidence_html(evidence_dir(run, nodeid),

@@ -203,7 +203,8 @@ def plot_connection(conn: Connection, origin: float, title: str,
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     out = io.StringIO()
-    fig.savefig(out, format="svg")
+    with matplotlib.rc_context({"svg.fonttype": "none"}):   # real <text>: searchable, small
+        fig.savefig(out, format="svg")
     text = out.getvalue()
     return text[text.index("<svg"):]
 
