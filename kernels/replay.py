@@ -9,6 +9,7 @@ import pytest
 from _pytest.reports import TestReport
 
 from kernels.runner import KernelRun
+from netns.report_html import ARTIFACTS_PROPERTY
 from kernels.results import TestResult
 
 
@@ -48,7 +49,8 @@ def replay(session: pytest.Session, run: KernelRun) -> None:
                 longrepr,  # type: ignore[arg-type]
                 when,  # type: ignore[arg-type]
                 duration=result.duration if result and when == "call" else 0.0,
-                user_properties=[("kernel", run.name)],
+                user_properties=[("kernel", run.name),
+                                 (ARTIFACTS_PROPERTY, str(run.out_dir / "artifacts"))],
             )
             if wasxfail:
                 report.wasxfail = wasxfail

@@ -3,7 +3,9 @@
 With ``--html=report.html`` (pytest-html), every failed item gets, besides pytest's failure
 text (for a ``.pkt`` item: the script line, expected and actual packet), links to its pcaps
 and counter snapshots and a time-sequence plot of each pcap with the script's expected
-packets overlaid (:mod:`netns.evidence`). Without ``--html`` this plugin does nothing.
+packets overlaid (:mod:`netns.evidence`). Host runs find the evidence in the item's artifact
+folder; ``pytest --kernel`` runs in the folder the guest wrote, which the replayed report names
+in its ``artifacts`` user property. Without ``--html`` nothing is registered.
 """
 
 from __future__ import annotations
@@ -13,21 +15,44 @@ from pathlib import Path
 
 import pytest
 
+from .artifacts import folder_name
 from .evidence import evidence_html
 from .pytest_plugin import artifact_dir
 
+ARTIFACTS_PROPERTY = "artifacts"
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                              ) -> Iterator[None]:
-    report: pytest.TestReport = yield
-    html_path = getattr(item.config.option, "htmlpath", None)
-    if not html_path or not report.failed:
+
+class EvidenceExtras:
+    """Adds the evidence to failed reports; `page_dir` is the report's folder (for links)."""
+
+    def __init__(self, page_dir: Path) -> None:
+        self.page_dir = page_dir
+
+    def attach(self, report: pytest.TestReport, folder: Path) -> None:
+        fragment = evidence_html(folder, report.longreprtext, self.page_dir)
+        if fragment:
+            from pytest_html import extras
+
+            report.extras = [*getattr(report, "extras", []), extras.html(fragment)]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Iterator[None]:
+        report: pytest.TestReport = yield
+        if report.failed:
+            self.attach(report, artifact_dir(item))
         return report
-    fragment = evidence_html(artifact_dir(item), report.longreprtext,
-                             Path(html_path).resolve().parent)
-    if fragment:
-        from pytest_html import extras
 
-        report.extras = [*getattr(report, "extras", []), extras.html(fragment)]
-    return report
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """A report replayed from a guest (``--kernel``): evidence from the guest's folder."""
+        guest = dict(report.user_properties).get(ARTIFACTS_PROPERTY)
+        if report.failed and guest and not getattr(report, "extras", None):
+            self.attach(report, Path(str(guest)) / folder_name(report.nodeid))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    html_path = getattr(config.option, "htmlpath", None)
+    if html_path:
+        config.pluginmanager.register(EvidenceExtras(Path(html_path).resolve().parent),
+                                      "netregress-evidence-extras")
