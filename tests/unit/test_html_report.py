@@ -162,3 +162,24 @@ def test_matrix_page_colours_every_verdict_and_keeps_the_crash_console(tmp_path:
     assert "RIP: 0010:tcp_fragment" in text and 'href="../dead/console.log"' not in text
     assert 'href="dead/console.log"' in text
     assert 'id="filter"' in text and "<script>" in text and "http" not in text.split("<body>")[1]
+
+
+def test_matrix_keeps_passing_pcaps_only_where_another_kernel_failed(tmp_path: Path) -> None:
+    from kernels import kept_pcaps
+    from kernels.html import evidence_dir
+    from kernels.report import build
+    from kernels.results import TestResult
+    from kernels.runner import KernelRun
+
+    split, green = "t.py::test_split", "t.py::test_green"
+    good = KernelRun("good", tmp_path / "good", results=[
+        TestResult(split, "pass"), TestResult(green, "pass")])
+    bad = KernelRun("bad", tmp_path / "bad", results=[
+        TestResult(split, "fail", "assert"), TestResult(green, "pass")])
+    for run in (good, bad):
+        for nodeid in (split, green):
+            evidence_dir(run, nodeid).mkdir(parents=True)
+            (evidence_dir(run, nodeid) / "01-x.pcap").write_bytes(b"")
+    assert kept_pcaps.prune(build([good, bad], [split, green])) == 2
+    assert evidence_dir(good, split).is_dir() and evidence_dir(bad, split).is_dir()
+    assert not evidence_dir(good, green).exists() and not evidence_dir(bad, green).exists()
