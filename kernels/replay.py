@@ -9,6 +9,7 @@ import pytest
 from _pytest.reports import TestReport
 
 from kernels.runner import KernelRun
+from netns.artifacts import folder_name
 from netns.report_html import ARTIFACTS_PROPERTY
 from kernels.results import TestResult
 
@@ -35,6 +36,11 @@ def _phases(result: TestResult | None, run: KernelRun) -> list[tuple[str, str, o
             return [("setup", "skipped", ("", 0, f"Skipped: {result.message}"), "")]
 
 
+def _evidence(run: KernelRun, result: TestResult | None) -> str:
+    """The guest's artifact folder for this test (named after the guest's node id)."""
+    return str(run.out_dir / "artifacts" / folder_name(result.nodeid)) if result else ""
+
+
 def replay(session: pytest.Session, run: KernelRun) -> None:
     by_id = {result.nodeid: result for result in run.results}
     for item in session.items:
@@ -50,7 +56,7 @@ def replay(session: pytest.Session, run: KernelRun) -> None:
                 when,  # type: ignore[arg-type]
                 duration=result.duration if result and when == "call" else 0.0,
                 user_properties=[("kernel", run.name),
-                                 (ARTIFACTS_PROPERTY, str(run.out_dir / "artifacts"))],
+                                 (ARTIFACTS_PROPERTY, _evidence(run, result))],
             )
             if wasxfail:
                 report.wasxfail = wasxfail

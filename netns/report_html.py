@@ -4,8 +4,8 @@ With ``--html=report.html`` (pytest-html), every failed item gets, besides pytes
 text (for a ``.pkt`` item: the script line, expected and actual packet), links to its pcaps
 and counter snapshots and a time-sequence plot of each pcap with the script's expected
 packets overlaid (:mod:`netns.evidence`). Host runs find the evidence in the item's artifact
-folder; ``pytest --kernel`` runs in the folder the guest wrote, which the replayed report names
-in its ``artifacts`` user property. Without ``--html`` nothing is registered.
+folder; ``pytest --kernel`` runs in the guest's folder for the test, which the replayed report
+names in its ``artifacts`` user property. Without ``--html`` nothing is registered.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from .artifacts import folder_name
 from .evidence import evidence_html
 from .pytest_plugin import artifact_dir
 
@@ -48,7 +47,7 @@ class EvidenceExtras:
         """A report replayed from a guest (``--kernel``): evidence from the guest's folder."""
         guest = dict(report.user_properties).get(ARTIFACTS_PROPERTY)
         if report.failed and guest and not getattr(report, "extras", None):
-            self.attach(report, Path(str(guest)) / folder_name(report.nodeid))
+            self.attach(report, Path(str(guest)))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,9 +1,10 @@
 """The HTML reports, end to end on real runs: pytest-html for one run, matrix.html in Chromium.
 
-Both start from the broken variant of case C02's script: the corked response is expected half a
-second late, so the kernel's (correct, immediate) segment fails the script's timing check as
-early - which no load or tolerance scaling can excuse - a real failing ``.pkt`` item with a
-real pcap, no VM needed.
+Both start from a broken variant of case C02's script: the corked response is expected with 300
+bytes instead of 346, and half a second later. The kernel's (correct, immediate) segment fails
+the payload check whatever the timing tolerance (a loaded host or an emulated guest widens
+it), and the plot shows the expected box well right of the actual segment: a real failing
+``.pkt`` item with a real pcap, no VM needed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CASE = REPO / "tests/cases/packetdrill/c02-cork-two-writes.pkt"
 ON_TIME = "   +0 > P. 1:347(346) ack 1\n"
-LATE = "  +.5 > P. 1:347(346) ack 1\n"
+BROKEN = "  +.5 > P. 1:301(300) ack 1\n"   # 300 bytes, half a second later
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
@@ -30,7 +31,7 @@ def broken_c02(folder: Path) -> tuple[Path, int]:
     text = CASE.read_text()
     assert text.count(ON_TIME) == 1, "C02's script changed: update the broken variant"
     script = folder / "c02-broken.pkt"
-    script.write_text(text.replace(ON_TIME, LATE))
+    script.write_text(text.replace(ON_TIME, BROKEN))
     line = text[: text.index(ON_TIME)].count("\n") + 1
     return script, line
 
@@ -54,7 +55,7 @@ def test_host_run_report_shows_message_pcap_and_overlaid_plot(tmp_path: Path) ->
     (item,) = _pytest_html_tests(report)["c02-broken.pkt::ipv4"]
     assert item["result"] == "Failed"
     page = html.unescape(json.dumps(item))
-    assert f"c02-broken.pkt:{line}: error handling packet: timing error" in page
+    assert f"c02-broken.pkt:{line}: error handling packet: live packet payload" in page
     pcap = tmp_path / "artifacts" / "c02-broken.pkt_ipv4" / "01-c02-broken-ipv4.pcap"
     assert pcap.is_file()
     assert 'href=\\"../artifacts/c02-broken.pkt_ipv4/01-c02-broken-ipv4.pcap\\"' in page
@@ -100,7 +101,7 @@ def test_matrix_html_drill_down_in_chromium(tmp_path: Path,
         driver.find_element(By.CSS_SELECTOR, "td.v-fail a").click()
         assert detail.is_displayed()
         message = detail.find_element(By.CSS_SELECTOR, "pre.message").text
-        assert f"c02-broken.pkt:{line}: error handling packet: timing error" in message
+        assert f"c02-broken.pkt:{line}: error handling packet: live packet payload" in message
         plot = detail.find_element(By.CSS_SELECTOR, ".nr-plot svg")
         assert plot.size["width"] > 200 and plot.size["height"] > 100
         assert len(plot.find_elements(By.CSS_SELECTOR, "path")) > 10
