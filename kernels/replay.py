@@ -46,7 +46,9 @@ def replay(session: pytest.Session, run: KernelRun) -> None:
     for item in session.items:
         result = by_id.get(item.nodeid)
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        for when, outcome, longrepr, wasxfail in _phases(result, run):
+        # A teardown report closes each test, as in a local run (pytest-html waits for it).
+        teardown = ("teardown", "passed", None, "")
+        for when, outcome, longrepr, wasxfail in [*_phases(result, run), teardown]:
             report = TestReport(
                 item.nodeid,
                 item.location,
