@@ -166,28 +166,33 @@ def plot_connection(conn: Connection, origin: float, title: str,
     sender = conn.sender()
     receiver = conn.peer(sender)
     base = conn.base(sender)
+
+    def offset(seq: int) -> int:
+        """Sequence number relative to the sender's zero, across a 2^32 wrap."""
+        return (seq - base) % 2**32
+
     fig = Figure(figsize=(8, 4.2), dpi=100)
     ax = fig.add_subplot()
-    highest = base
+    highest = 0
     fresh, again, marks = [], [], []
     for seg in conn.sent.get(sender, []):
-        x, low = seg.time - origin, seg.seq - base
+        x, low = seg.time - origin, offset(seg.seq)
         if seg.length == 0:
             marks.append((x, low))
             continue
         bar = [(x, low), (x, low + seg.length)]
-        (again if seg.seq < highest else fresh).append(bar)
-        highest = max(highest, seg.seq + seg.length)
+        (again if low < highest else fresh).append(bar)
+        highest = max(highest, low + seg.length)
     ax.add_collection(LineCollection(fresh, colors="#1f4fbf", linewidths=1.6, label="data"))
     if again:
         ax.add_collection(LineCollection(again, colors="#d00000", linewidths=2.2,
                                          label="retransmission"))
     if marks:
         ax.plot(*zip(*marks), "o", ms=3, color="#1f4fbf", label="SYN/FIN/empty")
-    acks = [(s.time - origin, s.ack - base) for s in conn.sent.get(receiver, []) if "A" in s.flags]
+    acks = [(s.time - origin, offset(s.ack)) for s in conn.sent.get(receiver, []) if "A" in s.flags]
     if acks:
         ax.step(*zip(*acks), where="post", color="#7f7f7f", linewidth=1, label="ACK")
-    sacks = [[(s.time - origin, left - base), (s.time - origin, right - base)]
+    sacks = [[(s.time - origin, offset(left)), (s.time - origin, offset(right))]
              for s in conn.sent.get(receiver, []) for left, right in s.sacks]
     if sacks:
         ax.add_collection(LineCollection(sacks, colors="#2fa02f", linewidths=3, label="SACK"))

@@ -106,6 +106,13 @@ def test_matrix_html_drill_down_in_chromium(tmp_path: Path,
         assert plot.size["width"] > 200 and plot.size["height"] > 100
         assert len(plot.find_elements(By.CSS_SELECTOR, "path")) > 10
         assert f"expected (line {line})" in plot.get_attribute("innerHTML")
+        box = driver.find_element(By.ID, "filter")
+        row = driver.find_element(By.CSS_SELECTOR, "#grid tbody tr")
+        box.send_keys("c02 nosuchword")
+        assert not row.is_displayed()
+        box.clear()
+        box.send_keys("c02 FAIL")
+        assert row.is_displayed()
         shots = pytestconfig.rootpath / "artifacts" / "screenshots"
         shots.mkdir(parents=True, exist_ok=True)
         assert driver.save_screenshot(str(shots / "matrix-drill-down.png"))
