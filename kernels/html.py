@@ -69,6 +69,11 @@ class Detail:
     diffs: list[Diff] = field(default_factory=list)
 
 
+def _class(word: str) -> str:
+    """The colour of a cell word ("xfail 1a2b3c4d5e6f" is an xfail citing its commit)."""
+    return _CLASS.get(word.split(" ", 1)[0], "none")
+
+
 def evidence_dir(run: KernelRun, nodeid: str) -> Path:
     """Where the guest's netns plugin kept this test's pcaps (NETREGRESS_ARTIFACTS)."""
     return run.out_dir / "artifacts" / folder_name(nodeid)
@@ -100,7 +105,7 @@ def _diffs(passing: KernelRun, failing: KernelRun, nodeid: str) -> list[Diff]:
 
 def _detail(matrix: Matrix, run: KernelRun, nodeid: str, result: TestResult, ident: str,
             word: str, out_dir: Path) -> Detail:
-    detail = Detail(ident, nodeid, run.name, word, _CLASS.get(word, "none"), result.message)
+    detail = Detail(ident, nodeid, run.name, word, _class(word), result.message)
     if result.outcome == "crash":
         excerpt = result.details or (run.problem.excerpt if run.problem else "")
         detail.console = "\n".join(excerpt.splitlines()[-60:])
@@ -132,7 +137,7 @@ def render(matrix: Matrix, out_dir: Path, kernel_header: list[str],
             ident = f"d-{r}-{c}" if result is not None else ""
             if result is not None:
                 details.append(_detail(matrix, run, nodeid, result, ident, word, out_dir))
-            cells.append({"word": word, "cls": _CLASS.get(word, "none"), "id": ident,
+            cells.append({"word": word, "cls": _class(word), "id": ident,
                           "title": result.message if result else ""})
         rows.append({"nodeid": nodeid, "cells": cells, "text": " ".join([nodeid, *words])})
     env = Environment(loader=FileSystemLoader(Path(__file__).parent),

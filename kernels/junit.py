@@ -21,6 +21,12 @@ def _nodeid(case: ET.Element) -> str:
     return f"{case.get('classname', '')}::{case.get('name', '')}"
 
 
+def _properties(case: ET.Element) -> tuple[tuple[str, str], ...]:
+    """Every user property except the node id, in order."""
+    pairs = ((prop.get("name", ""), prop.get("value", "")) for prop in case.iter("property"))
+    return tuple(pair for pair in pairs if pair[0] != NODEID_PROPERTY)
+
+
 def _outcome(case: ET.Element) -> tuple[Outcome, str, str]:
     for tag in ("failure", "error"):
         node = case.find(tag)
@@ -45,7 +51,9 @@ def read_junit(path: Path) -> list[TestResult]:
         nodeid = _nodeid(case)
         if nodeid in results and results[nodeid].outcome == "fail":
             continue
-        results[nodeid] = TestResult(nodeid, outcome, message, details, float(case.get("time", 0)))
+        results[nodeid] = TestResult(
+            nodeid, outcome, message, details, float(case.get("time", 0)), _properties(case)
+        )
     return list(results.values())
 
 
@@ -67,6 +75,8 @@ def write_junit(path: Path, suite: str, results: list[TestResult]) -> None:
         )
         props = ET.SubElement(case, "properties")
         ET.SubElement(props, "property", name=NODEID_PROPERTY, value=result.nodeid)
+        for name, value in result.properties:
+            ET.SubElement(props, "property", name=name, value=value)
         tag = {"fail": "failure", "crash": "error", "skip": "skipped", "xfail": "skipped"}.get(
             result.outcome
         )

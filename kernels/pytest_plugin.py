@@ -6,7 +6,8 @@ as ordinary reports (so -v, -rA, --junitxml and the exit status work unchanged).
 
 Guest side (any run with NETREGRESS_KERNEL set, i.e. started by the matrix or by --kernel):
 apply `expectations.toml` as strict xfail for this kernel, and record each test's exact node id
-in the JUnit XML so the host can map results back.
+in the JUnit XML so the host can map results back. A plain host run does both too, for the
+running kernel.
 """
 
 import os
@@ -25,6 +26,7 @@ from kernels.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_ex
 from kernels.fetch import fetch
 from kernels.junit import NODEID_PROPERTY
 from kernels.kernel import BootableKernel, version_tuple
+from kernels.ktap import KtapWriter
 from kernels.paths import cache_dir
 from kernels.procs import Children, reap_leftovers
 from kernels.qemu import InitramfsLauncher
@@ -64,6 +66,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help="give up on the guest (a 'crash') after this long",
     )
+    group.addoption(
+        "--ktap-file",
+        type=Path,
+        metavar="PATH",
+        help="also write the results as KTAP v1 (what kselftest runners and LAVA read)",
+    )
 
 
 def _say(message: str) -> None:
@@ -72,6 +80,11 @@ def _say(message: str) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vm: boots kernels in QEMU (needs `scripts/setup --vm`)")
+    ktap = config.getoption("--ktap-file", default=None)
+    if ktap is not None and not hasattr(config, "workerinput"):
+        kernel = os.environ.get("NETREGRESS_KERNEL") or config.getoption("--kernel", default=None)
+        title = f"netregress on {kernel or os.uname().release}"
+        config.pluginmanager.register(KtapWriter(ktap.resolve(), title), "netregress-ktap")
     wanted = config.getoption("--kernel", default=None)
     if not wanted:
         return
@@ -104,10 +117,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Guest side: node ids into JUnit, known kernel bugs as strict xfail."""
-    name = os.environ.get("NETREGRESS_KERNEL")
-    if not name or _STATE in config.stash:
-        return
+    """Known kernel differences as strict xfail, for the kernel the tests will run on: a
+    guest's (NETREGRESS_KERNEL), or this host's own ("running") in a plain run, so an old
+    host shows the same expected failures as its matrix column. And node ids into JUnit
+    (the matrix and scripts/soak read them back)."""
+    if _STATE in config.stash:
+        return  # --kernel: the guest applies them
+    guest = os.environ.get("NETREGRESS_KERNEL")
     path = Path(os.environ.get("NETREGRESS_EXPECTATIONS") or DEFAULT_EXPECTATIONS)
     try:
         expectations = load_expectations(path)
@@ -116,7 +132,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(str(exc)) from None
     for item in items:
         item.user_properties.append((NODEID_PROPERTY, item.nodeid))
-        entry = expected_failure(expectations, item.nodeid, name, version)
+        entry = expected_failure(expectations, item.nodeid, guest or "running", version)
         if entry is not None:
             item.add_marker(pytest.mark.xfail(reason=entry.why, strict=True))
 

@@ -57,7 +57,7 @@ def replay(session: pytest.Session, run: KernelRun) -> None:
                 longrepr,  # type: ignore[arg-type]
                 when,  # type: ignore[arg-type]
                 duration=result.duration if result and when == "call" else 0.0,
-                user_properties=[("kernel", run.name),
+                user_properties=[("kernel", run.name), *(result.properties if result else ()),
                                  (ARTIFACTS_PROPERTY, _evidence(run, result))],
             )
             if wasxfail:

@@ -22,3 +22,5 @@ class TestResult:
     message: str = ""
     details: str = ""
     duration: float = 0.0
+    # the guest item's user properties (name, JSON or text), e.g. its packetdrill timing record
+    properties: tuple[tuple[str, str], ...] = ()

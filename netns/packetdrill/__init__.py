@@ -10,8 +10,8 @@ Runs unmodified packetdrill scripts (the language reference is
     cli / backend (builtin or upstream) / pytest_plugin / bench
 
 Entry points: ``python -m netns.packetdrill`` and ``netregress-packetdrill`` (upstream's
-command line plus ``--packetdrill=builtin|auto|PATH``, ``--tolerance_scale``, ``--pcap`` and
-``--result_json``), and the pytest plugin collecting ``*.pkt`` files.
+command line plus ``--packetdrill=builtin|auto|PATH``, ``--tolerance_late_usecs``,
+``--pcap`` and ``--result_json``), and the pytest plugin collecting ``*.pkt`` files.
 
 This ``__init__`` (like ``netns/__init__``, which is lazy) stays empty on purpose: the
 engine process starts with nothing but the standard library loaded.

@@ -14,10 +14,11 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .errors import PacketdrillError, UsageError
-from .loader import CliOptions, load_script
+from .errors import UsageError
+from .loader import CliOptions
 from .netenv import run_child
 from .result import RunResult
+from .tolerance import Tolerance
 from .upstream import run_upstream
 
 DEFAULT_TIMEOUT = 180.0     # like upstream's run_all.py: a blocking call can hang the engine
@@ -34,13 +35,16 @@ class Backend:
     name: str
     binary: str = ""
 
-    def run(self, path: str, options: CliOptions, timeout: float = DEFAULT_TIMEOUT) -> RunResult:
-        """Run in this process (builtin: the process enters a new namespace)."""
+    def run(self, path: str, options: CliOptions, tolerance: Tolerance | None = None,
+            timeout: float = DEFAULT_TIMEOUT) -> RunResult:
+        """Run in this process (builtin: the process enters a new namespace).
+
+        ``tolerance`` is the script's parsed tolerance, for the upstream adapter's timing
+        verdict (the builtin engine reads its own from the options)."""
         if self.name == "builtin":
             from .engine import run_script
             return run_script(path, options)
-        return run_upstream(self.binary, path, options, _script_tolerance(path, options),
-                            timeout)
+        return run_upstream(self.binary, path, options, tolerance or Tolerance(), timeout)
 
 
 def choose_backend(choice: str | None) -> Backend:
@@ -56,23 +60,13 @@ def choose_backend(choice: str | None) -> Backend:
     return Backend("upstream", choice)
 
 
-def _script_tolerance(path: str, options: CliOptions) -> int | None:
-    """The tolerance_usecs the script would run with, so a scale can be applied on top."""
-    if not any(name == "tolerance_scale" for name, _ in options):
-        return None
-    try:
-        _, cfg = load_script(path, [o for o in options if o[0] not in ("tolerance_scale",)])
-    except PacketdrillError:
-        return None
-    return cfg.tolerance_usecs
-
-
 def run_isolated(backend: Backend, path: str, options: CliOptions,
-                 timeout: float = DEFAULT_TIMEOUT) -> RunResult:
+                 tolerance: Tolerance | None = None, timeout: float = DEFAULT_TIMEOUT
+                 ) -> RunResult:
     """Run one script in a child process (and so its own namespace), capturing output."""
     path = os.path.abspath(path)
     if backend.name != "builtin":
-        return backend.run(path, options, timeout)
+        return backend.run(path, options, tolerance, timeout)
     fd, json_path = tempfile.mkstemp(prefix="netregress-pd-", suffix=".json")
     os.close(fd)
     argv = engine_command() + [f"--result_json={json_path}"]

@@ -37,7 +37,8 @@ USAGE = """usage: packetdrill
 \t[--define=<variable>=<value>] [-D <variable>=<value>]
 netregress extensions:
 \t[--packetdrill=builtin|auto|PATH]   backend (default builtin; env PACKETDRILL)
-\t[--tolerance_scale=F]   widen every timing tolerance by F
+\t[--tolerance_late_usecs=N]   accept events up to N us later than the base tolerance
+\t                             (late side only; the early side is never widened)
 \t[--pcap=PATH]   write a pcap of the run (builtin engine)
 \t[--result_json=PATH]   write the structured result as JSON
 \tscript_path ...

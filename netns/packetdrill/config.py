@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .errors import ConfigError
+from .tolerance import Tolerance
 
 # name -> "required" | "none" ; every long option upstream knows (wire/so/psp ones included so
 # that they parse and can be rejected with a clear message).
@@ -29,7 +30,7 @@ OPTIONS: dict[str, str] = {
     "wire_server_dev": "required", "so_filename": "required", "so_flags": "required",
     "psp_udp_port": "required",
     # netregress extensions (never needed by scripts; used by runners):
-    "tolerance_scale": "required", "pcap": "required", "result_json": "required",
+    "tolerance_late_usecs": "required", "pcap": "required", "result_json": "required",
 }
 
 UNSUPPORTED_MODES = {
@@ -53,9 +54,7 @@ class Config:
     remote_prefix: int | None = None
     gateway_ip: str = ""
     netmask_ip: str = "255.255.0.0"
-    tolerance_usecs: int = 4000
-    tolerance_percent: float = 12.5
-    tolerance_scale: float = 1.0
+    tolerance: Tolerance = field(default_factory=Tolerance)
     mss: int = 0
     mtu: int = 1500
     speed: int | None = None
@@ -86,11 +85,6 @@ class Config:
     def socket_v6(self) -> bool:
         """True when sockets are AF_INET6 (``ipv6`` and ``ipv4-mapped-ipv6``)."""
         return self.ip_version != "ipv4"
-
-    def tolerance(self, gap_usecs: int) -> int:
-        """Timing tolerance for an event ``gap_usecs`` after the previous one (§7.6)."""
-        base = max(self.tolerance_usecs, int(self.tolerance_percent / 100.0 * gap_usecs))
-        return int(base * self.tolerance_scale)
 
 
 def _int(value: str, name: str, where: str, low: int, high: int) -> int:
@@ -129,6 +123,10 @@ def apply_option(cfg: Config, name: str, value: str | None, where: str) -> None:
     _apply_valued(cfg, name, value, where)
 
 
+def _origin(where: str) -> str:
+    return "command line" if where == "Command Line" else "script"
+
+
 def _apply_flag(cfg: Config, name: str) -> None:
     if name in UNSUPPORTED_MODES:
         cfg.unsupported = UNSUPPORTED_MODES[name]
@@ -151,11 +149,14 @@ def _apply_valued(cfg: Config, name: str, value: str, where: str) -> None:
         cfg.remote_ip = address
         cfg.remote_prefix = _int(prefix, name, where, 0, 128) if prefix else None
     elif name == "tolerance_usecs":
-        cfg.tolerance_usecs = _int(value, name, where, 1, 2**31 - 1)
+        cfg.tolerance = replace(cfg.tolerance, usecs=_int(value, name, where, 1, 2**31 - 1),
+                                base_from=_origin(where))
     elif name == "tolerance_percent":
-        cfg.tolerance_percent = _float(value, name, where, 0.0, 100.0)
-    elif name == "tolerance_scale":
-        cfg.tolerance_scale = _float(value, name, where, 0.01, 1000.0)
+        cfg.tolerance = replace(cfg.tolerance, percent=_float(value, name, where, 0.0, 100.0),
+                                base_from=_origin(where))
+    elif name == "tolerance_late_usecs":
+        cfg.tolerance = cfg.tolerance.with_slack(_int(value, name, where, 0, 60_000_000),
+                                                 _origin(where))
     elif name == "mss":
         cfg.mss = _int(value, name, where, 1, 65535)
     elif name == "mtu":

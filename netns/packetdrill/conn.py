@@ -42,6 +42,7 @@ class Conn:
     ts_map: dict[int, int] = field(default_factory=dict)
     ts_first: tuple[int, int] | None = None          # (script val, live val)
     flowlabels: dict[int, int] = field(default_factory=dict)
+    addresses_known: bool = False                     # an outbound packet of it was sniffed
 
 
 def _flags(spec: TcpSpec) -> int:
@@ -160,7 +161,8 @@ def map_inbound(packet: Packet, conn: Conn, cfg: Config) -> None:
     else:
         tcp.seq = (tcp.seq + conn.remote_isn) & U32
         ack_offset = conn.live_local_isn
-    tcp.ack = (tcp.ack + ack_offset) & U32
+    if tcp.flags & ACK:   # without the ACK bit (a bare RST) the field is not a sequence number
+        tcp.ack = (tcp.ack + ack_offset) & U32
     for option in tcp.options:
         if option.kind == P.TCPOPT_SACK:
             option.values = [(v + ack_offset) & U32 for v in option.values]
@@ -200,7 +202,8 @@ def map_outbound(packet: Packet, conn: Conn, cfg: Config) -> Packet:
         tcp.seq = (tcp.seq - conn.live_local_isn + conn.script_local_isn) & U32
     else:
         tcp.seq = (tcp.seq - conn.live_local_isn) & U32
-        tcp.ack = (tcp.ack - conn.remote_isn) & U32
+        if tcp.flags & ACK:
+            tcp.ack = (tcp.ack - conn.remote_isn) & U32
     tcp.options = [TcpOption(o.kind, list(o.values), o.data, list(o.ecn_names))
                    for o in tcp.options]
     for option in tcp.options:

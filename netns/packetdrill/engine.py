@@ -19,7 +19,7 @@ from .model import Script
 from .netenv import (check_remote_is_remote, enter_fresh_netns, open_tun, realtime_priority,
                      reserve_ephemeral_port)
 from .result import RunResult
-from .runtime import Runtime
+from .runtime import Runtime, TimingSeen
 from .sniffer import write_pcap
 from .timeline import write_timeline
 
@@ -27,30 +27,33 @@ from .timeline import write_timeline
 def run_script(path: str, cli_options: CliOptions) -> RunResult:
     """Parse and run ``path``; never raises for script or kernel problems."""
     started = time.monotonic()
+    seen = TimingSeen()
     try:
         script, cfg = load_script(path, cli_options)
         if cfg.unsupported:
             raise RuntimeFailure(f"{path}: {cfg.unsupported}")
         if not cfg.dry_run:
-            _execute(script, cfg)
+            _execute(script, cfg, seen)
     except PacketdrillError as err:
         return RunResult(path, False, err.text, err.line,
                          getattr(err, "expected", ""), getattr(err, "actual", ""),
                          exit_status=1, duration=time.monotonic() - started,
-                         pcap=_pcap_of(cli_options))
+                         pcap=_pcap_of(cli_options), late_usecs=seen.late_usecs,
+                         timing_error=seen.error, late_error_usecs=seen.error_late_usecs)
     except Exception:  # noqa: BLE001 - an engine bug must still end as a clear failed result
         import traceback   # the error path only: keeps it out of every engine start-up
         return RunResult(path, False, f"{path}: internal engine error (please report):\n"
                          f"{traceback.format_exc()}", exit_status=1,
                          duration=time.monotonic() - started, pcap=_pcap_of(cli_options))
-    return RunResult(path, True, duration=time.monotonic() - started, pcap=_pcap_of(cli_options))
+    return RunResult(path, True, duration=time.monotonic() - started, pcap=_pcap_of(cli_options),
+                     late_usecs=seen.late_usecs)
 
 
 def _pcap_of(cli_options: CliOptions) -> str:
     return next((value or "" for name, value in cli_options if name == "pcap"), "")
 
 
-def _execute(script: Script, cfg: Config) -> None:
+def _execute(script: Script, cfg: Config, seen: TimingSeen) -> None:
     enter_fresh_netns()
     realtime_priority()
     for command in cfg.init_scripts:
@@ -61,7 +64,7 @@ def _execute(script: Script, cfg: Config) -> None:
     tun_fd = open_tun(cfg)
     check_remote_is_remote(cfg)
     port_sock, port = reserve_ephemeral_port(cfg)
-    runtime = Runtime(script, cfg, tun_fd, port)
+    runtime = Runtime(script, cfg, tun_fd, port, seen)
     init_ok = False
     try:
         if script.init_command is not None:

@@ -6,6 +6,12 @@ failing item with its ``file:line: message``, never a collection traceback.
 
 Negative scripts carry ``// netregress: expect-fail: <regex>`` in a comment; the item then
 passes only if the run fails with a message matching the regex (upstream ignores comments).
+
+Timing: the session has one late-side slack (calibrated, or forced with ``--tolerance-scale``);
+every item records its :class:`~.tolerance.TimingRecord` as the ``packetdrill_timing`` user
+property (JSON, so JUnit files and the kernel matrix carry it), a pass that needed the slack is
+reported as ``PASSED~`` and listed in the terminal summary, and a run too late to judge is an
+xfail saying timing is not checkable on this machine (docs/timing-tolerance.md).
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from .calibrate import Calibration, measure
 from .errors import PacketdrillError, UsageError
 from .loader import CliOptions, load_script, read_script
 from .result import RunResult
+from .tolerance import (LATE_BOUND_USECS, TIMING_PROPERTY, TimingRecord, Tolerance, judge_run,
+                        slack_for_scale, verdict_of_lateness)
 
 _EXPECT_FAIL = re.compile(r"//\s*netregress:\s*expect-fail:\s*(.+?)\s*$", re.M)
 # For scripts whose expectations rely on a driver being absent (netns.features names).
@@ -43,7 +51,7 @@ VARIANTS: dict[str, list[str]] = {
              "-D", "CMSG_TYPE_RECVERR=IPV6_RECVERR"],
 }
 _BACKEND_KEY = pytest.StashKey[Backend]()
-_SCALE_KEY = pytest.StashKey[tuple[float, str]]()
+_POLICY_KEY = pytest.StashKey[tuple[Tolerance, str]]()
 _CALIBRATION_KEY = pytest.StashKey[Calibration]()
 _CALIBRATION = "netregress_packetdrill_calibration"
 
@@ -80,8 +88,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="engine for .pkt scripts: the builtin one (default), 'auto' (an "
                          "upstream packetdrill on PATH if any) or an upstream binary's path")
     group.addoption("--tolerance-scale", type=float, default=None, metavar="F",
-                    help="multiply every packetdrill timing tolerance by F "
-                         "(default: calibrated once per boot)")
+                    help="force late-side timing slack of (F-1) x 4 ms for packetdrill scripts "
+                         "(the early side always keeps the script's base tolerance; default: "
+                         "slack calibrated once per session)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -91,16 +100,20 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(err.text) from None
     given = config.getoption("--tolerance-scale")
     if given is not None:
-        if given <= 0:
-            raise pytest.UsageError("--tolerance-scale must be positive")
-        config.stash[_SCALE_KEY] = (given, f"tolerance scale {given:.2f} (--tolerance-scale)")
+        if given < 1:
+            raise pytest.UsageError("--tolerance-scale must be at least 1 (it adds late slack)")
+        config.stash[_POLICY_KEY] = (Tolerance().with_slack(slack_for_scale(given),
+                                                            "command line"),
+                                     f"--tolerance-scale={given:g}")
     else:
         worker_input = getattr(config, "workerinput", {})
         if _CALIBRATION in worker_input:
             calibration = Calibration(**worker_input[_CALIBRATION])
         else:
             calibration = measure()
-        config.stash[_SCALE_KEY] = (calibration.scale, calibration.describe())
+        config.stash[_POLICY_KEY] = (Tolerance().with_slack(calibration.late_slack_usecs,
+                                                            "calibrated"),
+                                     calibration.describe())
         config.stash[_CALIBRATION_KEY] = calibration
 
 
@@ -117,7 +130,44 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     name = backend.name if backend.name == "builtin" else f"upstream {backend.binary}"
     if config.getoption("kernel", default=None):
         return [f"packetdrill: {name} engine; timing calibrated inside the VM guest"]
-    return [f"packetdrill: {name} engine; {config.stash[_SCALE_KEY][1]}"]
+    policy, why = config.stash[_POLICY_KEY]
+    slack = policy.late_slack_usecs
+    return [f"packetdrill: {name} engine; late-side timing slack +{slack / 1000:.1f} ms ({why});"
+            f" bound +{LATE_BOUND_USECS / 1000:.0f} ms"]
+
+
+def timing_of(report: pytest.TestReport) -> TimingRecord | None:
+    """The timing record a ``.pkt`` item attached to its report, if any."""
+    for name, value in report.user_properties:
+        if name == TIMING_PROPERTY:
+            return TimingRecord.from_json(str(value))
+    return None
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
+                             ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+    """A pass that needed the late slack: ``~`` / ``PASSED~`` instead of ``.`` / ``PASSED``."""
+    if report.when != "call" or not report.passed:
+        return None
+    record = timing_of(report)
+    if record is None or record.verdict != "widened":
+        return None
+    return "passed", "~", (f"PASSED~ ({record.summary()})", {"yellow": True})
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Passes that relied on the late slack, each with how late it was."""
+    widened = [(rep.nodeid, record) for rep in terminalreporter.stats.get("passed", [])
+               if isinstance(rep, pytest.TestReport) and rep.when == "call"
+               and (record := timing_of(rep)) is not None and record.verdict == "widened"]
+    if not widened:
+        return
+    terminalreporter.section("packetdrill timing")
+    for nodeid, record in sorted(widened, key=lambda pair: pair[0]):
+        terminalreporter.write_line(f"PASSED~ {nodeid}: passed ({record.summary()}; "
+                                    f"{record.tolerance.describe()})")
+    terminalreporter.write_line(f"{len(widened)} passed only with late-side slack "
+                                "(PASSED~; docs/timing-tolerance.md)")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
@@ -128,19 +178,36 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Fil
 
 def run_for_test(config: pytest.Config, path: Path, variant: str) -> RunResult:
     """Run *path* as this session runs every script: chosen backend, variant arguments,
-    calibrated tolerance, and a pcap in the current test's artifact folder (kept on failure).
+    the session's late slack, and a pcap in the current test's artifact folder (kept on
+    failure).
 
-    Also what Python cases use when they wrap a script to assert more than it can."""
+    Also what Python cases use when they wrap a script to assert more than it can; a run that
+    passed only with lateness beyond the bound ends the test as an xfail, never a pass."""
+    result, tolerance = run_with_tolerance(config, path, variant)
+    if result.passed and verdict_of_lateness(result.late_usecs) == "not-checkable":
+        pytest.xfail(TimingRecord("not-checkable", result.late_usecs, tolerance).summary())
+    return result
+
+
+def run_with_tolerance(config: pytest.Config, path: Path, variant: str
+                       ) -> tuple[RunResult, Tolerance]:
+    """:func:`run_for_test`, plus the tolerance the run had: the script's parsed base with the
+    session's slack (the upstream adapter judges its timing errors by it)."""
     options = variant_options(variant) + [("send_omit_free", None)]
-    scale = config.stash[_SCALE_KEY][0]
-    if scale != 1.0:
-        options.append(("tolerance_scale", f"{scale}"))
+    policy = config.stash[_POLICY_KEY][0]
+    try:
+        tolerance = load_script(str(path), options + [("dry_run", None)])[1].tolerance
+    except PacketdrillError:
+        tolerance = Tolerance()     # the run itself reports what is wrong with the script
+    tolerance = tolerance.with_slack(policy.late_slack_usecs, policy.slack_from)
+    if tolerance.late_slack_usecs:
+        options.append(("tolerance_late_usecs", str(tolerance.late_slack_usecs)))
     try:
         from netns import artifacts
         options.append(("pcap", str(artifacts.new_path(f"{path.stem}-{variant}", ".pcap"))))
     except ImportError:
         pass
-    return run_isolated(config.stash[_BACKEND_KEY], str(path), options)
+    return run_isolated(config.stash[_BACKEND_KEY], str(path), options, tolerance), tolerance
 
 
 class PktFile(pytest.File):
@@ -203,7 +270,15 @@ class PktItem(pytest.Item):
             present = [name for name in self.skip_if_has if features.has(name)]
             if present:
                 pytest.skip(f"{self.path.name} expects a kernel without {', '.join(present)}")
-        result = run_for_test(self.config, self.path, self.variant)
+        result, tolerance = run_with_tolerance(self.config, self.path, self.variant)
+        if self.expect_fail is not None:
+            record = TimingRecord(verdict_of_lateness(result.late_usecs), result.late_usecs,
+                                  tolerance)
+        else:
+            record = judge_run(result, tolerance)
+        self.user_properties.append((TIMING_PROPERTY, record.to_json()))
+        if record.verdict == "not-checkable":
+            pytest.xfail(record.summary())
         if self.expect_fail is not None:
             self.check_expected_failure(result)
         elif not result.passed:

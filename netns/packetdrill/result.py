@@ -24,6 +24,9 @@ class RunResult:
     backend: str = "builtin"
     exit_status: int = 0
     duration: float = 0.0
+    late_usecs: int = 0        # worst lateness beyond the base tolerance of accepted events
+    timing_error: str = ""     # "early" / "late" when the run failed on a timing check
+    late_error_usecs: int = 0  # how late beyond the base the event failing "late" was
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

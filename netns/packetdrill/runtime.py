@@ -6,6 +6,7 @@ failures raise :class:`RuntimeFailure` carrying upstream's complete diagnostic t
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import platform
 import struct
@@ -22,7 +23,7 @@ from .config import Config
 from .conn import Conn, build, learn_syn, map_inbound, map_outbound, record_ts
 from .dump import dump
 from .errors import RuntimeFailure
-from .matcher import check_ip_checksums, fragment_problem, merge, verify
+from .matcher import check_ip_checksums, flow, fragment_problem, merge, verify
 from .model import (CodeEvent, CommandEvent, Event, PacketEvent, Script, SyscallEvent, TcpSpec,
                     UdpSpec)
 from .sniffer import Sniffer
@@ -34,7 +35,6 @@ _POLL = 0.02          # how often long waits look at the blocking-call thread fo
 _ND_TYPES = range(130, 144)
 _FUTEX_NR = {"x86_64": "202", "aarch64": "98", "riscv64": "98"}.get(platform.machine(), "202")
 
-MAX_TIMEOUT_STRETCH = 3.0   # cap on how far --tolerance_scale stretches sniff timeouts
 
 
 def secs(usecs: int) -> float:
@@ -42,13 +42,28 @@ def secs(usecs: int) -> float:
 
 
 @dataclass
+class TimingSeen:
+    """What the timing checks found: the worst lateness beyond the base tolerance among
+    accepted events, the first timing error's side and how late a late failure was. The
+    caller keeps it, so a failed run still reports all three."""
+
+    late_usecs: int = 0
+    error: str = ""
+    error_late_usecs: int = 0
+
+
+@dataclass
 class Timed:
-    """An event's times after anchoring (§3.3), in script usec."""
+    """An event's times after anchoring (§3.3), in script usec.
+
+    ``earliest`` is ``start`` counted from the instant the previous event began to take effect
+    (see :meth:`Runtime.anchor`); only the early edge of the timing check uses it."""
 
     start: int
     end: int | None
     base: int
     blocking_end: int | None
+    earliest: int
 
 
 class BlockingCall:
@@ -80,14 +95,12 @@ class BlockingCall:
         rt, timed = self.runtime, self.timed
         assert timed.blocking_end is not None
         actual = rt.clock.now()
-        cfg = rt.cfg
-        tol = int(max(cfg.tolerance_usecs, cfg.tolerance_percent / 100.0 *
-                      (timed.blocking_end - timed.start)) * cfg.tolerance_scale)
-        if abs(actual - timed.blocking_end) > tol:
+        gap = timed.blocking_end - timed.start
+        if rt.judge_time(timed.blocking_end, timed.blocking_end, actual, gap):
             raise RuntimeFailure(f"{rt.script.path}:{self.event.line}: timing error: expected "
                                  f"system call return at {secs(timed.blocking_end):.6f} sec but "
-                                 f"happened at {secs(actual):.6f} sec; tolerance "
-                                 f"{secs(tol):.6f} sec", self.event.line)
+                                 f"happened at {secs(actual):.6f} sec; "
+                                 f"{rt.tolerance_words(gap)}", self.event.line)
 
     def blocked_or_done(self) -> bool:
         """True once the thread sleeps inside the kernel (not on the GIL) or has finished."""
@@ -109,13 +122,15 @@ class BlockingCall:
 class Runtime:
     """Runs a parsed script against the kernel through ``tun_fd``."""
 
-    def __init__(self, script: Script, cfg: Config, tun_fd: int, ephemeral_port: int) -> None:
-        self.script, self.cfg, self.tun_fd = script, cfg, tun_fd
+    def __init__(self, script: Script, cfg: Config, tun_fd: int, ephemeral_port: int,
+                 seen: TimingSeen) -> None:
+        self.script, self.cfg, self.tun_fd, self.seen = script, cfg, tun_fd, seen
         self.clock = Clock()
         self.state = State(cfg, self.clock, ephemeral_port)
         self.executor = Executor(self.state)
         self.sniffer = Sniffer(tun_fd)
         self.injected: list[tuple[float, bytes]] = []
+        self.began: int | None = None     # script usec at which the latest event took effect
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
         self.warnings: list[str] = []
@@ -150,17 +165,35 @@ class Runtime:
         self.check_blocking()
         return done
 
+    def judge_time(self, start: int, end: int, actual: int, gap: int) -> str:
+        """``early``/``late`` if ``actual`` misses ``start``..``end`` under the run's tolerance
+        (late slack on the late side only), else ``""``; remembers the worst lateness."""
+        side, late_by = self.cfg.tolerance.judge(start, end, actual, gap)
+        seen = self.seen
+        if not side:
+            seen.late_usecs = max(seen.late_usecs, late_by)
+        elif not seen.error:
+            seen.error, seen.error_late_usecs = side, late_by
+        return side
+
+    def tolerance_words(self, gap: int) -> str:
+        """upstream's ``tolerance T sec``, plus the late slack when the run has one."""
+        tolerance = self.cfg.tolerance
+        slack = tolerance.late_slack_usecs
+        return f"tolerance {secs(tolerance.base(gap)):.6f} sec" + (
+            f" (+{secs(slack):.6f} sec late slack)" if slack else "")
+
     def check_time(self, event: Event, timed: Timed, actual: int, prev: int | None
                    ) -> str | None:
         """Raise (or, for outbound packets, return) the timing error of an event, if any."""
         if event.time.any_time or prev is None:
             return None
-        cfg = self.cfg
-        tol = cfg.tolerance(timed.start - prev)
+        gap = timed.start - prev
+        end = timed.start if timed.end is None else timed.end
+        if not self.judge_time(timed.earliest, end, actual, gap):
+            return None
         what = event.describe()
         if timed.end is not None:
-            if timed.start - tol <= actual <= timed.end + tol:
-                return None
             if event.time.relative:
                 text = (f"timing error: expected {what} in relative time range "
                         f"+{secs(timed.start - timed.base):.6f}~+{secs(timed.end - timed.base):.6f}"
@@ -168,11 +201,9 @@ class Runtime:
             else:
                 text = (f"timing error: expected {what} in time range {secs(timed.start):.6f}~"
                         f"{secs(timed.end):.6f} sec but happened at {secs(actual):.6f} sec")
-        elif abs(actual - timed.start) > tol:
-            text = (f"timing error: expected {what} at {secs(timed.start):.6f} sec but happened "
-                    f"at {secs(actual):.6f} sec; tolerance {secs(tol):.6f} sec")
         else:
-            return None
+            text = (f"timing error: expected {what} at {secs(timed.start):.6f} sec but happened "
+                    f"at {secs(actual):.6f} sec; {self.tolerance_words(gap)}")
         if event.is_outbound:
             return text
         raise self.fail(event, text)
@@ -184,9 +215,8 @@ class Runtime:
             raise self.fail(events[0], "first event should be at time 0")
         prev: Event | None = None
         prev_time: int | None = None
-        if self.cfg.verbose and self.cfg.tolerance_scale != 1.0:
-            print(f"netregress: timing tolerances scaled by {self.cfg.tolerance_scale:g}",
-                  flush=True)
+        if self.cfg.verbose and self.cfg.tolerance.late_slack_usecs:
+            print(f"netregress: timing tolerance {self.cfg.tolerance.describe()}", flush=True)
         self.clock.restart()
         for event in events:
             self.check_blocking()
@@ -205,16 +235,21 @@ class Runtime:
         t = event.time
         if not (t.relative or t.any_time):
             end = t.end_usecs
-            return Timed(t.usecs, end, 0, t.blocking_end)
+            return Timed(t.usecs, end, 0, t.blocking_end, t.usecs)
         if prev is not None and prev.is_inbound and event.is_inbound and prev_time is not None:
-            base = prev_time
+            base = earliest = prev_time
         else:
             base = self.clock.now() if prev is not None else 0
+            # Like upstream, a relative time counts from "now", once the previous event is
+            # done. On a slow machine "now" trails the instant that event took effect (the
+            # kernel answers inside the write() or the system call), and a reply would look
+            # early by our own lag; the early edge counts from the instant it began instead.
+            earliest = base if self.began is None else min(base, self.began)
         end = None if t.end_usecs is None else (base + t.end_usecs if t.end_relative or
                                                 t.relative else t.end_usecs)
         blocking_end = None if t.blocking_end is None else (
             base + t.blocking_end if t.relative else t.blocking_end)
-        return Timed(base + t.usecs, end, base, blocking_end)
+        return Timed(base + t.usecs, end, base, blocking_end, earliest + t.usecs)
 
     def dispatch(self, event: Event, timed: Timed, prev: int | None) -> None:
         action = event.action
@@ -229,6 +264,7 @@ class Runtime:
         if prev is not None:
             self.wait(timed.start)
             self.check_time(event, timed, self.clock.now(), prev)
+        self.began = self.clock.now()
         if isinstance(action, PacketEvent):
             self.inbound(event, action)
         elif isinstance(action, SyscallEvent):
@@ -263,6 +299,7 @@ class Runtime:
             raise self.fail(event, "runtime error in "
                             f"{event.action.name} call: blocking system call while another "  # type: ignore[union-attr]
                             "blocking system call is already in progress")
+        self.began = max(self.clock.now(), timed.start)
         call = BlockingCall(self, event, timed, prev)
         self.blocking = call
         while not call.blocked_or_done():
@@ -294,7 +331,7 @@ class Runtime:
                     child = Conn(P.IPPROTO_TCP,
                                  local_port=(sut.local_port if sut and sut.listening else 0)
                                  or self.cfg.bind_port,
-                                 remote_port=spec.sport or state.ephemeral_port,
+                                 remote_port=spec.sport or state.passive_port(),
                                  remote_isn=spec.start if "S" in spec.flags else 0)
                     if sut is not None and sut.listening:
                         sut.children.append(child)
@@ -304,16 +341,35 @@ class Runtime:
                 if "S" in spec.flags and "." in spec.flags:
                     sut.remote_isn = spec.start
                 return sut
+            if sut is None or (isinstance(spec, UdpSpec) and sut.proto != P.IPPROTO_UDP
+                               and not (spec.sport or spec.dport)):
+                raise RuntimeFailure("no matching socket for script packet")
+            self.check_addresses_known(sut)
+            if isinstance(spec, UdpSpec) and sut.proto != P.IPPROTO_UDP:
+                # Upstream sends it with the socket under test's addresses and the script's
+                # ports, without making a UDP socket out of it.
+                return Conn(P.IPPROTO_UDP, local_port=spec.dport, remote_port=spec.sport)
             if isinstance(spec, UdpSpec):
-                if sut is None or sut.proto != P.IPPROTO_UDP:
-                    sut = state.new_conn(P.IPPROTO_UDP)
                 sut.local_port = sut.local_port or self.cfg.bind_port
                 sut.remote_port = sut.remote_port or spec.sport or state.ephemeral_port
-                return sut
-            return sut if sut is not None else Conn(P.IPPROTO_ICMP)
+            return sut
+
+    def check_addresses_known(self, sut: Conn) -> None:
+        """Upstream addresses an inbound non-TCP packet with the live addresses it has learned
+        for the socket under test, and a UDP or ICMP socket's are learned only from its
+        first outbound packet after connect()/sendto() (or given by --is_anyip). Before that
+        upstream sends from and to address 0 and the kernel drops the packet; say so instead
+        of delivering a packet upstream never would."""
+        if sut.proto != P.IPPROTO_TCP and not sut.addresses_known and not self.cfg.is_anyip:
+            raise RuntimeFailure("no live addresses for the socket under test yet: an inbound "
+                                 "UDP/ICMP packet needs an outbound packet of the socket first "
+                                 "(connect() or sendto(), then '>'), or --is_anyip")
 
     def inbound(self, event: Event, action: PacketEvent) -> None:
-        conn = self.conn_for_inbound(action)
+        try:
+            conn = self.conn_for_inbound(action)
+        except RuntimeFailure as err:
+            raise self.fail(event, f"error handling packet: {err.text}") from None
         packet = build(action, self.cfg, conn, inbound=True)
         try:
             map_inbound(packet, conn, self.cfg)
@@ -327,6 +383,7 @@ class Runtime:
         # Stamped before the write: the kernel answers inside write(), and a pcap must show
         # the cause before its effect.
         now = time.time()
+        self.began = self.clock.to_script(now)
         try:
             os.write(self.tun_fd, header + raw)
         except OSError as err:
@@ -338,8 +395,10 @@ class Runtime:
 
     # --- outbound packets -------------------------------------------------------------------
     def belongs(self, conn: Conn, packet: Packet, action: PacketEvent) -> bool:
-        """Is a sniffed packet the socket under test's (§7.5)? Learns a connecting socket's
-        local port from its first SYN."""
+        """Is a sniffed packet the socket under test's (§7.5)? A connecting TCP socket learns
+        its local port only from a pure SYN to the remote port while its handshake is open
+        (upstream's rule: any other packet there belongs to some other socket); UDP from
+        its first datagram."""
         l4, spec = packet.l4, action.l4
         if packet.inner_ip.version != (6 if self.cfg.wire_v6 else 4):
             return False
@@ -347,13 +406,22 @@ class Runtime:
             kind = TcpHeader if isinstance(spec, TcpSpec) else UdpHeader
             if not isinstance(l4, kind):
                 return False
-            if conn.connecting and l4.dport == conn.remote_port and (
-                    not conn.local_port or (isinstance(l4, TcpHeader) and l4.flags & SYN
-                                            and not l4.flags & ACK and not conn.local_isn_known
-                                            and l4.sport != conn.local_port)):
+            if isinstance(l4, TcpHeader):
+                learn = bool(l4.flags & SYN and not l4.flags & ACK and not conn.local_isn_known
+                             and l4.sport != conn.local_port)
+            else:
+                learn = not conn.local_port
+            if conn.connecting and l4.dport == conn.remote_port and learn:
                 conn.local_port = l4.sport
             return (l4.sport, l4.dport) == (conn.local_port, conn.remote_port)
         if not isinstance(l4, IcmpHeader):
+            return False
+        # Upstream matches an outbound ICMP packet only to an ICMP socket (of the packet's
+        # ICMP version) sending to the remote address: an ICMP error the kernel sends for a
+        # TCP or UDP socket is never the socket under test's packet.
+        icmp_proto = P.IPPROTO_ICMPV6 if packet.inner_ip.version == 6 else P.IPPROTO_ICMP
+        if conn.proto != icmp_proto or packet.inner_ip.dst != ipaddress.ip_address(
+                self.cfg.remote_ip).packed:
             return False
         return not (packet.inner_ip.version == 6 and l4.type in _ND_TYPES)
 
@@ -373,6 +441,7 @@ class Runtime:
             if packet is None or not self.belongs(conn, packet, action):
                 deadline = time.monotonic() + timeout
                 continue
+            conn.addresses_known = True
             if self.cfg.verbose:
                 print(f"outbound sniffed packet: {secs(self.clock.to_script(stamp)):9.6f} "
                       f"{dump(packet)}", flush=True)
@@ -386,34 +455,46 @@ class Runtime:
             timeout = 10.0 ** 9
         else:
             gap = max(timed.start - (prev or 0), (timed.end or 0) - (prev or 0))
-            # Upstream's timeout, stretched on slow machines - but boundedly: the kernel's
-            # timers keep real time even in an emulated guest, and a missing packet must be
-            # reported as missing, not run into a runner's overall time limit.
-            timeout = int(gap / 1e6 + 2) * min(max(1.0, self.cfg.tolerance_scale),
-                                                MAX_TIMEOUT_STRETCH)
+            # Upstream's timeout, plus the late slack: a packet the slack would still accept
+            # must not be reported missing first.
+            timeout = int(gap / 1e6 + 2) + secs(self.cfg.tolerance.late_slack_usecs)
         stamp, actual = self.sniff(event, conn, action, timeout)
+        self.began = self.clock.to_script(stamp)
         expected = build(action, self.cfg, conn, inbound=False)
         spec = action.l4
         if isinstance(spec, TcpSpec):
-            actual = self.gather_tso(event, conn, action, expected, actual, timeout)
+            stamp, actual = self.gather_tso(event, conn, action, expected, (stamp, actual),
+                                            timeout)
             live_tcp = actual.l4
             assert isinstance(live_tcp, TcpHeader)
             learn_syn(conn, live_tcp, spec)
-            if len(actual.payload) != spec.length:
-                raise self.fail(event, "error handling packet: live packet payload: expected "
-                                f"{spec.length} bytes vs actual {len(actual.payload)} bytes")
+        # Every protocol's payload length is checked, as upstream does: for ICMP it is the
+        # quoted packet's size (28 bytes by default, N - 8 for `[raw (N)]`).
+        if len(actual.payload) != len(expected.payload):
+            raise self.fail(event, "error handling packet: live packet payload: expected "
+                            f"{len(expected.payload)} bytes vs actual {len(actual.payload)} "
+                            "bytes")
         self.verify_packet(event, action, timed, prev, conn, expected, actual, stamp)
 
     def gather_tso(self, event: Event, conn: Conn, action: PacketEvent, expected: Packet,
-                   first: Packet, timeout: float) -> Packet:
-        """Merge a TSO train into one packet unless ``--strict_segments`` (§7.7)."""
+                   first: tuple[float, Packet], timeout: float) -> tuple[float, Packet]:
+        """Merge a TSO train into one packet unless ``--strict_segments`` (§7.7).
+
+        The merged packet carries the kernel timestamp of its *last* piece, as upstream's: a
+        train that pacing spreads out is only complete, and so only on time, when its last
+        piece has left.
+        """
         spec = action.l4
         assert isinstance(spec, TcpSpec)
-        fragments = [first]
+        stamp, packet = first
+        fragments = [packet]
         if self.cfg.strict_segments:
             return first
         while sum(len(f.payload) for f in fragments) < spec.length:
-            _, fragment = self.sniff(event, conn, action, timeout)
+            stamp, fragment = self.sniff(event, conn, action, timeout)
+            if flow(fragment) != flow(fragments[-1]):
+                fragments = [fragment]   # another flow's packet came first: start over
+                continue
             if fragment_problem(fragments[-1], fragment, len(fragments[0].payload)):
                 total = sum(len(f.payload) for f in fragments) + len(fragment.payload)
                 lines = [f"error handling packet: fragment payload: expected "
@@ -425,7 +506,7 @@ class Runtime:
                           for i, f in enumerate(fragments + [fragment])]
                 raise self.fail(event, "\n".join(lines))
             fragments.append(fragment)
-        return merge(fragments) if len(fragments) > 1 else first
+        return stamp, merge(fragments) if len(fragments) > 1 else fragments[0]
 
     def script_dump(self, action: PacketEvent, expected: Packet) -> str:
         spec = action.l4
@@ -443,7 +524,7 @@ class Runtime:
             if isinstance(spec, TcpSpec) and isinstance(actual.l4, TcpHeader):
                 record_ts(conn, actual.l4, spec)
             mapped = map_outbound(actual, conn, self.cfg)
-            ts_tol = self.cfg.tolerance(timed.start)
+            ts_tol = self.cfg.tolerance.base(timed.start)
             verify(expected, mapped, action, self.cfg, ts_tol)
             self.check_flowlabel(action, conn, actual)
             actual_time = self.clock.to_script(stamp)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from .clock import Clock
 from .config import Config
 from .conn import Conn
+from .netenv import reserve_ephemeral_port
 
 
 @dataclass
@@ -28,6 +29,7 @@ class State:
     conns: list[Conn] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
     keep_alive: list[object] = field(default_factory=list)   # send buffers (--send_omit_free)
+    passive_opens: int = 0
 
     def new_conn(self, proto: int) -> Conn:
         conn = Conn(proto)
@@ -35,3 +37,14 @@ class State:
             self.conns.append(conn)
             self.sut = conn
         return conn
+
+    def passive_port(self) -> int:
+        """Remote port of the next passive open: the run's reserved port first, then a new
+        reservation each time (upstream's rule), so a second SYN never lands on an earlier
+        connection that is still open. Reservations are held until the run ends."""
+        self.passive_opens += 1
+        if self.passive_opens == 1:
+            return self.ephemeral_port
+        sock, port = reserve_ephemeral_port(self.cfg)
+        self.keep_alive.append(sock)
+        return port

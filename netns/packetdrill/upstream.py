@@ -2,6 +2,13 @@
 
 Upstream's output is the interface (§9), so the parser works from its documented formats; the
 structured result is the same :class:`RunResult` the builtin engine produces.
+
+Timing: the binary knows one symmetric ``--tolerance_usecs``; late-only slack cannot be said to
+it, and widening that option would open the early side too (a retransmission that fires far too
+soon would pass). So the binary always runs with the script's own base tolerance, and a late
+timing error it reports is classified here; the policy (:func:`.tolerance.judge_run`) then
+calls a late failure that the session's slack could explain "not checkable on this machine"
+rather than a pass or a kernel failure.
 """
 
 from __future__ import annotations
@@ -12,29 +19,23 @@ import time
 from .loader import CliOptions
 from .netenv import run_child
 from .result import RunResult
+from .tolerance import Tolerance, classify_message
 
-# Our own extensions never reach the binary; --tolerance_scale is folded into
-# --tolerance_usecs by the caller.
-_PRIVATE = {"tolerance_scale", "pcap", "result_json"}
+# Our own extensions never reach the binary (late slack cannot be expressed to it, see above).
+_PRIVATE = {"tolerance_late_usecs", "pcap", "result_json"}
 _LOCATED = re.compile(r"^(?P<file>[^\n:]+):(?P<line>\d+): (?P<text>.*)$", re.M)
 # Upstream needs its own namespace too; `lo` up like its run_all.py wrapper.
 _NETNS_WRAPPER = ["unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
 
 
-def upstream_argv(binary: str, path: str, options: CliOptions, base_tolerance: int | None
-                  ) -> list[str]:
-    """The binary's command line for ``options`` (extensions removed or translated)."""
+def upstream_argv(binary: str, path: str, options: CliOptions) -> list[str]:
+    """The binary's command line for ``options`` (our extensions removed)."""
     argv = [binary]
-    scale = 1.0
     for name, value in options:
-        if name == "tolerance_scale" and value is not None:
-            scale = float(value)
-        elif name == "verbose":
+        if name == "verbose":
             argv.append("-v")
-        elif name not in _PRIVATE and not (name == "tolerance_usecs" and base_tolerance):
+        elif name not in _PRIVATE:
             argv.append(f"--{name}" if value is None else f"--{name}={value}")
-    if scale != 1.0 or base_tolerance:
-        argv.append(f"--tolerance_usecs={int((base_tolerance or 4000) * scale)}")
     argv.append(path)
     return argv
 
@@ -60,15 +61,19 @@ def parse_output(path: str, status: int, stdout: str, stderr: str) -> RunResult:
     return result
 
 
-def run_upstream(binary: str, path: str, options: CliOptions, base_tolerance: int | None,
+def run_upstream(binary: str, path: str, options: CliOptions, tolerance: Tolerance,
                  timeout: float) -> RunResult:
     """Run the binary in a fresh namespace, from the script's folder like upstream's corpus
-    runner (scripts name ``../common/defaults.sh``-style paths), and parse its output."""
-    argv = _NETNS_WRAPPER + upstream_argv(binary, path, options, base_tolerance)
+    runner (scripts name ``../common/defaults.sh``-style paths), and parse its output.
+
+    ``tolerance`` is the script's parsed one (the caller already loaded the script): it tells
+    how late a reported timing error was beyond the base."""
+    argv = _NETNS_WRAPPER + upstream_argv(binary, path, options)
     started = time.monotonic()
     child = run_child(argv, path, timeout)
     stderr = child.stderr + (f"\n{path}: timed out after {timeout:.0f} s" if child.timed_out
                              else "")
     result = parse_output(path, child.returncode, child.stdout, stderr)
+    result.timing_error, result.late_error_usecs = classify_message(result.message, tolerance)
     result.duration = time.monotonic() - started
     return result

@@ -10,9 +10,11 @@ from kernels import progress_log
 from kernels.console import Crash
 from kernels.junit import read_junit
 from kernels.kernel import BootableKernel
-from kernels.report import CONSOLE_ROW, build, render_markdown, render_text, to_json, write_outputs
+from kernels.report import (CONSOLE_ROW, TIMING_PROPERTY, build, render_markdown, render_text,
+                            to_json, write_outputs)
 from kernels.results import TestResult
 from kernels.runner import KernelRun
+from netns.packetdrill.tolerance import TimingRecord, Tolerance
 
 A, B, C = "t.py::test_a", "t.py::test_b", "t.py::test_c"
 
@@ -70,6 +72,8 @@ def test_renderings(tmp_path: Path) -> None:
     assert "RIP: 0010:x" in text  # the console excerpt is shown, not just "crashed"
     markdown = render_markdown(matrix)
     assert "| t.py::test_a | pass | FAIL |" in markdown
+    # A known kernel difference names its commit in the cell; a plain xfail stays "xfail".
+    assert "| t.py::test_b | xfail b617158dc096 | CRASH |" in markdown
     assert "## Unexpected" in markdown
     data = to_json(matrix)
     assert data["unexpected"] == 4
@@ -130,11 +134,21 @@ def test_progress_log_blames_the_unfinished_test(tmp_path: Path) -> None:
     assert progress_log.read(tmp_path / "absent.jsonl") == ([], None)
 
 
-def test_kernel_table_says_how_far_packetdrill_widened_timing(tmp_path: Path) -> None:
+def test_widened_packetdrill_passes_are_distinct_cells_and_the_slack_is_shown(
+        tmp_path: Path) -> None:
+    """The guest's structured timing record (a JUnit user property), not console text."""
+    tolerance = Tolerance().with_slack(22000, "calibrated")
+    record = TimingRecord("widened", 12000, tolerance).to_json()
     runs = _runs(tmp_path)
-    runs[0].out_dir.mkdir(parents=True)
-    (runs[0].out_dir / "console.log").write_text(
-        "[    1.0] booted\npacketdrill: builtin engine; tolerance scale 6.25 (calibrated: "
-        "wake-up lateness p99 562 us, cpu 12.5x reference)\n")
-    kernels = to_json(build(runs, [A, B, C]))["kernels"]
-    assert [k["pkt tolerance"] for k in kernels] == ["x6.25", "-"]  # type: ignore[index]
+    runs[0].results[0] = TestResult(A, "pass", properties=((TIMING_PROPERTY, record),))
+    matrix = build(runs, [A, B, C])
+    data = to_json(matrix)
+    assert [k["pkt tolerance"] for k in data["kernels"]] == [  # type: ignore[index]
+        "+22.0 ms late (calibrated)", "-"]
+    assert data["tests"][A]["bookworm-6.1"]["timing"]["late_usecs"] == 12000  # type: ignore[index]
+    text = render_text(matrix)
+    assert any(line.startswith(A) and " pass~ " in line for line in text.splitlines())
+    assert "pass~: passed only with late-side timing slack" in text
+    write_outputs(matrix, tmp_path / "out")
+    back = {r.nodeid: r for r in read_junit(tmp_path / "out/junit-bookworm-6.1.xml")}
+    assert back[A].properties == ((TIMING_PROPERTY, record),)

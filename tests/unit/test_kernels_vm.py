@@ -6,12 +6,15 @@ reason when `scripts/setup --vm` has not been run. The first run downloads the k
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from kcidb_io import schema
+from tap.parser import Parser
 
 from kernels import tools
 from kernels.errors import KernelsError
@@ -54,10 +57,10 @@ def _processes_mentioning(text: str) -> list[str]:
 
 
 def test_pytest_kernel_runs_the_tests_in_the_guest(tmp_path: Path) -> None:
-    junit = tmp_path / "host.xml"
+    junit, ktap = tmp_path / "host.xml", tmp_path / "host.tap"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "--kernel", KERNEL, "tests/unit/test_kernels_guest.py",
-         "-p", "no:cacheprovider", "-rA", f"--junitxml={junit}"],
+         "-p", "no:cacheprovider", "-rA", f"--junitxml={junit}", "--ktap-file", str(ktap)],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -69,6 +72,10 @@ def test_pytest_kernel_runs_the_tests_in_the_guest(tmp_path: Path) -> None:
         "test_modules_autoload_on_demand": "pass",
         "test_tcp_plb_sysctl": "xfail",  # strict xfail from kernels/expectations.toml
     }
+    text = ktap.read_text()  # --ktap-file on the host side of --kernel: the guest's results
+    assert f"# netregress on {KERNEL}" in text
+    assert [r.ok for r in Parser().parse_text(text) if r.category == "test"] == [True] * 4
+    assert "# XFAIL TCP PLB" in text
 
 
 DEMO = '''
@@ -141,3 +148,26 @@ def test_matrix_reports_failure_panic_and_bogus_image(tmp_path: Path) -> None:
     assert "assert (6 * 7) == 43" in markdown  # the guest's traceback travels with the cell
     assert {p.name for p in out.glob("junit-*.xml")} == {f"junit-{KERNEL}.xml", "junit-bogus.xml"}
     assert _processes_mentioning(str(out)) == []  # no QEMU or virtiofsd survives the run
+    _check_ktap_and_kcidb(out)
+
+
+def _check_ktap_and_kcidb(out: Path) -> None:
+    """The real guest's matrix in the ecosystem's formats: KTAP per kernel (read by tap.py),
+    KCIDB validated against the published schema, the panic kept in both."""
+    ktap = (out / f"ktap-{KERNEL}.tap").read_text()
+    results = [line for line in Parser().parse_text(ktap) if line.category == "test"]
+    assert [r.ok for r in results] == [True, False, False, False, False]
+    assert re.search(r"^not ok 3 \S+test_c_panics # ERROR .*Kernel panic - not syncing", ktap, re.M)
+    proc = subprocess.run([str(REPO_ROOT / "scripts/matrix"), "export", "kcidb", str(out)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads((out / "kcidb.json").read_text())
+    schema.LATEST.validate(data)
+    status = {(t["build_id"].split(":")[2], t["path"].rpartition(".")[2]): t["status"]
+              for t in data["tests"]}  # fmt: skip
+    assert status[(KERNEL, "test_c_panics")] == "FAIL"  # took the kernel down
+    assert status[(KERNEL, "test_d_never_runs")] == "MISS"
+    assert status[(KERNEL, "kernel_console")] == "FAIL"
+    builds = {b["id"].split(":")[2]: b for b in data["builds"]}
+    assert builds[KERNEL]["misc"]["version"].startswith("6.1.")
+    assert builds["bogus"]["status"] == "MISS"

@@ -62,7 +62,7 @@ def test_defines_use_strtol_and_skip_keywords() -> None:
 def test_a_script_parses_into_events_with_time_token_lines() -> None:
     script, cfg = parse("--tolerance_usecs=10000\n`echo init`\n" + HANDSHAKE +
                         "+0 %{ x = 1 }%\n+0 `true`\n`echo done`\n")
-    assert cfg.tolerance_usecs == 10000
+    assert (cfg.tolerance.usecs, cfg.tolerance.base_from) == (10000, "script")
     assert script.init_command == "echo init" and script.cleanup_command == "echo done"
     assert [e.line for e in script.events] == [3, 4, 5, 6, 7, 8, 9]
     assert isinstance(script.events[0].action, SyscallEvent)
@@ -89,12 +89,12 @@ def test_time_forms() -> None:
 
 def test_command_line_options_override_script_options() -> None:
     _, cfg = parse("--tolerance_usecs=10000\n0 `true`\n", ("tolerance_usecs", "7000"))
-    assert cfg.tolerance_usecs == 7000
+    assert (cfg.tolerance.usecs, cfg.tolerance.base_from) == (7000, "command line")
 
 
 @pytest.mark.parametrize("text, message", [
     ("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 frob 3\n",
-     "t.pkt:2: parse error at 'frob': syntax error"),
+     "t.pkt:2: parse error at '3': syntax error"),
     ("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3 // no newline",
      "t.pkt:1: parse error at '/': syntax error"),
     ("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n# comment\n",
@@ -152,3 +152,36 @@ def test_icmp_names_follow_the_ip_version() -> None:
 def test_bad_address_for_the_family() -> None:
     assert error_of("0 `true`\n", ("ip_version", "ipv4"), ("remote_ip", "fd::1")) == \
         "bad IPv4 address: fd::1"
+
+
+def test_defines_stand_for_tcp_option_values() -> None:
+    """``-D MSS=1000`` makes ``<mss MSS, ...>`` an integer option value, as upstream's lexer
+    turns a defined word into the token its value spells (a cookie stays a hex word)."""
+    script, _ = parse("    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
+                      "   +0 > S 0:0(0) <mss MSS,sackOK,TS val TSV ecr 0,nop,wscale WS,"
+                      "FO COOKIE,nop,nop>\n",
+                      ("define", "MSS=1000"), ("define", "WS=0x7"), ("define", "TSV=100"),
+                      ("define", "COOKIE=3021b9d889017eeb"))
+    spec = script.events[1].action.l4
+    assert isinstance(spec, TcpSpec) and spec.options is not None
+    assert [(o.values, o.data) for o in spec.options] == [
+        ([1000], b""), ([], b""), ([100, 0], b""), ([], b""), ([7], b""),
+        ([], bytes.fromhex("3021b9d889017eeb")), ([], b""), ([], b"")]
+
+
+@pytest.mark.parametrize("line, problem", [
+    ("+0 > 1>2 . 1:1(0) ack 1", "ports of an outbound packet are never compared"),
+    ("+0 > udp 1>2 (10)", "ports of an outbound packet are never compared"),
+    ("+0 > icmp echo_request id 7", "the echo id of an outbound ICMP packet"),
+    ("+0 > icmp unreachable port_unreachable [udp (10)]", "quoted header is never compared"),
+    ("+0 readv(3, [{\"x\", 1}], 1) = 1", "iovec contents are never compared"),
+    ("+0 recvmsg(3, {msg_name(...)=5, msg_iov(1)=[{..., 1}], msg_flags=0}, 0) = 1",
+     "msg_name is the engine's live address"),
+    ("+0 recvmsg(3, {msg_name(...)=..., msg_iov(1)=[{..., 1}], msg_flags=0, "
+     "msg_control=[{cmsg_level=SOL_IP, cmsg_type=IP_TOS}]}, 0) = 1", "a cmsg needs cmsg_data"),
+])
+def test_values_no_engine_compares_are_refused(line: str, problem: str) -> None:
+    """No silent fields: what a script writes is checked, or refused here, never ignored."""
+    message = error_of(f"0 socket(..., SOCK_DGRAM, IPPROTO_UDP) = 3\n{line}\n",
+                       ("ip_version", "ipv4"))
+    assert message.startswith("t.pkt:2: semantic error: unsupported: ") and problem in message

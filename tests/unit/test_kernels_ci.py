@@ -1,0 +1,68 @@
+"""CI fan-out: the shipped GitHub workflow is what `scripts/matrix ci github` generates from
+kernels/matrix.toml today, and both engines' files run one shard per job, then `merge`.
+(actionlint checks the GitHub workflow in scripts/test.)"""
+
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from kernels.catalog import load_catalog, select
+from kernels.ci_workflow import github, gitlab
+from kernels.paths import REPO_ROOT
+
+SHIPPED = REPO_ROOT / ".github/workflows/kernel-matrix.yml"
+
+
+def _defaults() -> list[str]:
+    return [spec.name for spec in select(load_catalog(), None)]
+
+
+def test_shipped_github_workflow_is_a_fresh_generation() -> None:
+    proc = subprocess.run([str(REPO_ROOT / "scripts/matrix"), "ci", "github"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    regenerate = "scripts/matrix ci github --output .github/workflows/kernel-matrix.yml"
+    assert proc.stdout == SHIPPED.read_text(), f"stale workflow: run {regenerate}"
+
+
+def test_github_runs_every_shard_then_merges() -> None:
+    kernels = _defaults()
+    workflow = yaml.safe_load(github(kernels, 3, ["tests/cases", "-k", "vxlan or gre"]))
+    shard = workflow["jobs"]["shard"]
+    assert [entry["shard"] for entry in shard["strategy"]["matrix"]["include"]] == [1, 2, 3]
+    commands = [step.get("run", "") for step in shard["steps"]]
+    assert "scripts/setup --vm" in commands
+    shard_id = "${{ matrix.shard }}"
+    assert (f"scripts/matrix --kernels {','.join(kernels)} --shard {shard_id}/3 "
+            f"--output shards/{shard_id} tests/cases -k 'vxlan or gre'") in commands  # fmt: skip
+    merge = workflow["jobs"]["merge"]
+    assert merge["needs"] == "shard" and merge["if"] == "always()"
+    runs = [step.get("run", "") for step in merge["steps"]]
+    assert "scripts/matrix merge --output matrix shards/*" in runs
+    assert 'cat matrix/matrix.md >> "$GITHUB_STEP_SUMMARY"' in runs
+
+
+def test_gitlab_runs_every_shard_then_merges() -> None:
+    kernels = _defaults()
+    pipeline = yaml.safe_load(gitlab(kernels, len(kernels), ["tests/cases"]))
+    shard, merge = pipeline["matrix-shard"], pipeline["matrix-merge"]
+    assert pipeline["stages"] == ["matrix", "report"]
+    values = shard["parallel"]["matrix"][0]["SHARD"]
+    assert values == [str(i) for i in range(1, len(kernels) + 1)]
+    command = f"scripts/matrix --kernels {','.join(kernels)} --shard $SHARD/{len(kernels)}"
+    assert shard["script"][-1].startswith(f"{command} --output shards/$SHARD")
+    assert shard["artifacts"]["when"] == "always"
+    assert merge["stage"] == "report" and merge["when"] == "always"
+    assert merge["script"][-1] == "scripts/matrix merge --output matrix shards/*"
+    assert merge["artifacts"]["reports"]["junit"] == "matrix/junit-*.xml"
+
+
+def test_ci_writes_the_file_it_is_asked_for(tmp_path: Path) -> None:
+    out = tmp_path / "ci" / ".gitlab-ci.yml"
+    argv = [str(REPO_ROOT / "scripts/matrix"), "ci", "gitlab", "--shards", "7", "--output",
+            str(out)]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    shards = yaml.safe_load(out.read_text())["matrix-shard"]["parallel"]["matrix"][0]["SHARD"]
+    assert shards == [str(i) for i in range(1, 8)]
