@@ -5,6 +5,7 @@ passes; the row makes such a kernel visibly red instead of hiding the finding in
 """
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -142,8 +142,7 @@ def _overlay(ax: object, conn: Connection, timeline: Timeline, failed_line: int 
             high = low + height
         else:
             continue
-        left = event.start - event.tolerance
-        right = (event.end if event.end is not None else event.start) + event.tolerance
+        left, right = event.window_start, event.window_end
         failed = event.line == failed_line
         ax.add_patch(Rectangle(  # type: ignore[attr-defined]
             (left, low), max(right - left, 1e-4), high - low,

@@ -25,17 +25,21 @@ SUFFIX = ".expected.json"
 class _Anchored(Protocol):
     start: int
     end: int | None
+    earliest: int
 
 
 @dataclass(frozen=True)
 class ExpectedEvent:
-    """One script event; times are script seconds, `tolerance` the half-width allowed."""
+    """One script event; times are script seconds. `window_start`..`window_end` is when the
+    run would have accepted it: the early edge with the base tolerance, the late edge with
+    the base tolerance plus the run's late slack (:class:`.tolerance.Tolerance`)."""
 
     line: int
     kind: str                  # "inbound packet", "outbound packet", "system call start" …
     start: float
     end: float | None
-    tolerance: float
+    window_start: float
+    window_end: float
     any_time: bool
     flags: str = ""            # TCP only: the script's flags, sequence range and ack
     seq: int | None = None
@@ -55,10 +59,14 @@ def path_for(pcap: str | Path) -> Path:
 
 
 def _expected(event: Event, timed: _Anchored, prev: int | None, cfg: Config) -> ExpectedEvent:
-    tolerance = 0 if prev is None else cfg.tolerance(timed.start - prev)
+    rule = cfg.tolerance
+    base = 0 if prev is None else rule.base(timed.start - prev)
+    slack = 0 if prev is None else rule.late_slack_usecs
+    end = timed.start if timed.end is None else timed.end
     common = dict(line=event.line, kind=event.describe(), start=timed.start / 1e6,
                   end=None if timed.end is None else timed.end / 1e6,
-                  tolerance=tolerance / 1e6, any_time=event.time.any_time)
+                  window_start=(timed.earliest - base) / 1e6,
+                  window_end=(end + base + slack) / 1e6, any_time=event.time.any_time)
     action = event.action
     if isinstance(action, PacketEvent) and isinstance(action.l4, TcpSpec):
         spec = action.l4
