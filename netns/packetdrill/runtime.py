@@ -134,6 +134,7 @@ class Runtime:
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
         self.warnings: list[str] = []
+        self.timeline: list[tuple[Event, Timed, int | None]] = []   # for reports (.timeline)
 
     # --- helpers ------------------------------------------------------------------------
     def fail(self, event: Event, text: str) -> RuntimeFailure:
@@ -220,6 +221,7 @@ class Runtime:
         for event in events:
             self.check_blocking()
             timed = self.anchor(event, prev, prev_time)
+            self.timeline.append((event, timed, prev_time))
             if (prev is not None and not event.time.relative and not event.time.any_time
                     and not prev.time.relative and not prev.time.any_time
                     and prev_time is not None and timed.start < prev_time):

@@ -93,7 +93,7 @@ def test_outputs_and_junit_round_trip(tmp_path: Path) -> None:
     matrix = build(_runs(tmp_path), [A, B, C])
     written = write_outputs(matrix, tmp_path / "out")
     assert sorted(p.name for p in written) == [
-        "junit-bookworm-6.1.xml", "junit-sid.xml", "matrix.json", "matrix.md"]
+        "junit-bookworm-6.1.xml", "junit-sid.xml", "matrix.html", "matrix.json", "matrix.md"]
     assert json.loads((tmp_path / "out/matrix.json").read_text())["unexpected"] == 4
     back = {r.nodeid: r for r in read_junit(tmp_path / "out/junit-sid.xml")}
     assert back[A].outcome == "fail" and back[A].message == "assert 1 == 2"
