@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
-from kernels import commands, record, tools
+from kernels import commands, kept_pcaps, record, tools
 from kernels.catalog import DEFAULT_CATALOG, KernelSpec, RunningKernel, load_catalog, select
 from kernels.errors import KernelsError
 from kernels.expectations import load_expectations
@@ -140,8 +140,8 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
     children = Children()
     launcher = InitramfsLauncher(children, smp=max(1, (os.cpu_count() or 1) // jobs))
     options = RunOptions(
-        pytest_args=pytest_args, accel=args.accel, timeout=args.timeout,
-        expectations=args.expectations,
+        pytest_args=[*pytest_args, kept_pcaps.PYTEST_OPTION], accel=args.accel,
+        timeout=args.timeout, expectations=args.expectations,
     )  # fmt: skip
     if reaped := reap_leftovers():
         _say(f"stopped {len(reaped)} leftover VM process(es) of a dead run")
@@ -170,6 +170,8 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
         children.stop_all()  # first: workers blocked on a guest return once it is gone
         pool.shutdown(wait=True, cancel_futures=True)
     matrix = build(runs, rows)
+    if shard[1] == 1:  # a shard cannot know what the other shards' kernels did
+        kept_pcaps.prune(matrix)
     entries = [
         record.Entry(piece, record.describe(by_name[piece.kernel]), record.cells_of(matrix, run))
         for piece, run in zip(pieces, runs, strict=True)

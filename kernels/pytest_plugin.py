@@ -6,7 +6,8 @@ as ordinary reports (so -v, -rA, --junitxml and the exit status work unchanged).
 
 Guest side (any run with NETREGRESS_KERNEL set, i.e. started by the matrix or by --kernel):
 apply `expectations.toml` as strict xfail for this kernel, and record each test's exact node id
-in the JUnit XML so the host can map results back.
+in the JUnit XML so the host can map results back. A plain host run does both too, for the
+running kernel.
 """
 
 import os
@@ -116,10 +117,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Guest side: node ids into JUnit, known kernel bugs as strict xfail."""
-    name = os.environ.get("NETREGRESS_KERNEL")
-    if not name or _STATE in config.stash:
-        return
+    """Known kernel differences as strict xfail, for the kernel the tests will run on: a
+    guest's (NETREGRESS_KERNEL), or this host's own ("running") in a plain run, so an old
+    host shows the same expected failures as its matrix column. And node ids into JUnit
+    (the matrix and scripts/soak read them back)."""
+    if _STATE in config.stash:
+        return  # --kernel: the guest applies them
+    guest = os.environ.get("NETREGRESS_KERNEL")
     path = Path(os.environ.get("NETREGRESS_EXPECTATIONS") or DEFAULT_EXPECTATIONS)
     try:
         expectations = load_expectations(path)
@@ -128,7 +132,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(str(exc)) from None
     for item in items:
         item.user_properties.append((NODEID_PROPERTY, item.nodeid))
-        entry = expected_failure(expectations, item.nodeid, name, version)
+        entry = expected_failure(expectations, item.nodeid, guest or "running", version)
         if entry is not None:
             item.add_marker(pytest.mark.xfail(reason=entry.why, strict=True))
 

@@ -9,6 +9,8 @@ import pytest
 from _pytest.reports import TestReport
 
 from kernels.runner import KernelRun
+from netns.artifacts import folder_name
+from netns.report_html import ARTIFACTS_PROPERTY
 from kernels.results import TestResult
 
 
@@ -34,12 +36,19 @@ def _phases(result: TestResult | None, run: KernelRun) -> list[tuple[str, str, o
             return [("setup", "skipped", ("", 0, f"Skipped: {result.message}"), "")]
 
 
+def _evidence(run: KernelRun, result: TestResult | None) -> str:
+    """The guest's artifact folder for this test (named after the guest's node id)."""
+    return str(run.out_dir / "artifacts" / folder_name(result.nodeid)) if result else ""
+
+
 def replay(session: pytest.Session, run: KernelRun) -> None:
     by_id = {result.nodeid: result for result in run.results}
     for item in session.items:
         result = by_id.get(item.nodeid)
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        for when, outcome, longrepr, wasxfail in _phases(result, run):
+        # A teardown report closes each test, as in a local run (pytest-html waits for it).
+        teardown = ("teardown", "passed", None, "")
+        for when, outcome, longrepr, wasxfail in [*_phases(result, run), teardown]:
             report = TestReport(
                 item.nodeid,
                 item.location,
@@ -48,7 +57,8 @@ def replay(session: pytest.Session, run: KernelRun) -> None:
                 longrepr,  # type: ignore[arg-type]
                 when,  # type: ignore[arg-type]
                 duration=result.duration if result and when == "call" else 0.0,
-                user_properties=[("kernel", run.name), *(result.properties if result else ())],
+                user_properties=[("kernel", run.name), *(result.properties if result else ()),
+                                 (ARTIFACTS_PROPERTY, _evidence(run, result))],
             )
             if wasxfail:
                 report.wasxfail = wasxfail

@@ -5,9 +5,11 @@ passes; the row makes such a kernel visibly red instead of hiding the finding in
 """
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernels.html import write_html
 from kernels.junit import write_junit
 from kernels.results import UNEXPECTED, TestResult
 from kernels.runner import KernelRun
@@ -122,11 +124,21 @@ def _table(header: list[str], rows: list[list[str]], markdown: bool) -> str:
     )
 
 
+_COMMIT = re.compile(r"\b[0-9a-f]{12,40}\b")
+
+
 def _symbol(cell: TestResult | None) -> str:
+    """A pass that needed timing widening shows as such; a known kernel difference (an
+    expectations.toml xfail citing its commit) shows the commit in its cell, so the grid tells
+    kernels apart without opening the reasons."""
+    if cell is None:
+        return "-"
     record = timing(cell)
-    if cell and cell.outcome == "pass" and record and record["verdict"] == "widened":
+    if cell.outcome == "pass" and record and record["verdict"] == "widened":
         return WIDENED
-    return _CELL[cell.outcome] if cell else "-"
+    if cell.outcome == "xfail" and (commit := _COMMIT.search(cell.message)):
+        return f"xfail {commit.group()[:12]}"
+    return _CELL[cell.outcome]
 
 
 def _grid(matrix: Matrix, markdown: bool) -> str:
@@ -204,11 +216,14 @@ def to_json(matrix: Matrix) -> dict[str, object]:
 
 
 def write_outputs(matrix: Matrix, out_dir: Path) -> list[Path]:
-    """matrix.md, matrix.json and junit-<kernel>.xml in `out_dir`; returns the paths."""
+    """matrix.md, matrix.json, matrix.html and junit-<kernel>.xml in `out_dir`; returns the
+    paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "matrix.md", out_dir / "matrix.json"]
     written[0].write_text(render_markdown(matrix))
     written[1].write_text(json.dumps(to_json(matrix), indent=2) + "\n")
+    kernel_lines = [_kernel_line(run) for run in matrix.runs]
+    written.append(write_html(matrix, out_dir, KERNEL_HEADER, kernel_lines, _symbol))
     for run in matrix.runs:
         path = out_dir / f"junit-{run.name}.xml"
         results = [c for nodeid in matrix.rows if (c := matrix.cell(nodeid, run.name))]

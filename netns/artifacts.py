@@ -36,6 +36,26 @@ def current() -> Path:
     return _fallback
 
 
+def folder_name(nodeid: str) -> str:
+    """The per-test folder's name for a pytest node id (also how a report finds it later)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:150]
+
+
+KEEP_PASSING_BYTES = 4 << 20
+
+
+def drop_passing(folder: Path, keep_pcaps: bool) -> None:
+    """A passing test's evidence goes; with *keep_pcaps* its pcaps and JSON (script
+    timelines, counter snapshots) stay when small enough, for a cross-kernel trace diff."""
+    kept = [p for p in folder.glob("*") if p.suffix in (".pcap", ".json")] if keep_pcaps else []
+    if not kept or sum(p.stat().st_size for p in kept) > KEEP_PASSING_BYTES:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for path in folder.iterdir():
+        if path not in kept:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
 def new_path(stem: str, suffix: str) -> Path:
     """A fresh file name in the current artifact folder, e.g. ``03-client-eth0.pcap``."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", stem)

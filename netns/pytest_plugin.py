@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,6 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--artifacts-dir", default=os.environ.get("NETREGRESS_ARTIFACTS"),
                     help="where failing tests keep pcaps and counter snapshots "
                          "(default: ./artifacts/<run id>)")
+    group.addoption("--keep-passing-pcaps", action="store_true",
+                    help="passing tests keep their pcaps too (up to 4 MB each), so a report "
+                         "can compare them with another kernel's failing run")
 
 
 def _capabilities() -> int:
@@ -100,15 +102,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             + (f"; lacks {', '.join(lacking)}" if lacking else "")]
 
 
-def _test_dir(item: pytest.Item) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")[:150]
-    return item.config.stash[_ARTIFACTS_KEY] / safe
+def artifact_dir(item: pytest.Item) -> Path:
+    """The folder *item*'s pcaps and counter snapshots go to."""
+    return item.config.stash[_ARTIFACTS_KEY] / artifacts.folder_name(item.nodeid)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Point artifacts at this test's folder; skip when a `needs` feature is missing."""
-    folder = _test_dir(item)
+    folder = artifact_dir(item)
     shutil.rmtree(folder, ignore_errors=True)
     artifacts.set_current(folder)
     for mark in item.iter_markers("needs"):
@@ -128,11 +130,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                            f"Skipped: {call.excinfo.value}")
     failed = getattr(item, "_netregress_failed", False) or report.failed
     item._netregress_failed = failed  # type: ignore[attr-defined]
-    folder = _test_dir(item)
+    folder = artifact_dir(item)
     if report.when == "teardown":
         artifacts.set_current(None)
         if not failed:
-            shutil.rmtree(folder, ignore_errors=True)
+            artifacts.drop_passing(folder, item.config.getoption("--keep-passing-pcaps"))
     elif report.failed and folder.exists() and any(folder.iterdir()):
         report.sections.append(("netregress artifacts", f"pcaps and counters kept in {folder}"))
     return report

@@ -42,6 +42,7 @@ class Conn:
     ts_map: dict[int, int] = field(default_factory=dict)
     ts_first: tuple[int, int] | None = None          # (script val, live val)
     flowlabels: dict[int, int] = field(default_factory=dict)
+    addresses_known: bool = False                     # an outbound packet of it was sniffed
 
 
 def _flags(spec: TcpSpec) -> int:

@@ -21,6 +21,7 @@ from .netenv import (check_remote_is_remote, enter_fresh_netns, open_tun, realti
 from .result import RunResult
 from .runtime import Runtime, TimingSeen
 from .sniffer import write_pcap
+from .timeline import write_timeline
 
 
 def run_script(path: str, cli_options: CliOptions) -> RunResult:
@@ -101,3 +102,5 @@ def _teardown(runtime: Runtime, cfg: Config) -> None:
     runtime.sniffer.close()
     if cfg.pcap:
         write_pcap(cfg.pcap, runtime.injected + runtime.sniffer.log)
+        write_timeline(cfg.pcap, runtime.script.path, runtime.clock.start, runtime.timeline,
+                       cfg)

@@ -38,6 +38,7 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     ("IPV4", re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")),
 ]
 _IPV6_RUN = re.compile(r"[0-9A-Fa-f:.]+")
+_IPV6_MAX_LEN = 45
 _KEYWORD_START = re.compile(r"[A-Za-z_]")
 
 
@@ -75,7 +76,9 @@ def _match_ipv6(text: str, pos: int) -> int:
     run = _IPV6_RUN.match(text, pos)
     if not run:
         return 0
-    candidate = run.group()
+    # No literal is longer than 45 characters (six groups and a dotted quad); looking no
+    # further keeps a long run of hex digits and colons from costing quadratic time.
+    candidate = run.group()[:_IPV6_MAX_LEN]
     for end in range(len(candidate), 1, -1):
         piece = candidate[:end]
         if "::" not in piece and piece.count(":") != 7:

@@ -6,11 +6,13 @@ because that first message is what users and tools key on.
 
 from __future__ import annotations
 
+from ipaddress import ip_address
+
 from . import protocols as P
 from .config import Config
 from .dump import format_option
 from .errors import RuntimeFailure
-from .model import ECT01, PacketEvent, TcpOption, TcpSpec, UdpSpec
+from .model import ECT01, IcmpSpec, IpInfo, PacketEvent, TcpOption, TcpSpec, UdpSpec
 from .wire import (ACK, AE, CWR, ECE, FIN, PSH, RST, SYN, URG, GreHeader, Header, IcmpHeader,
                    IpHeader, MplsHeader, Packet, TcpHeader, UdpHeader, encode,
                    encode_tcp_options)
@@ -58,6 +60,8 @@ def verify(expected: Packet, actual: Packet, event: PacketEvent, cfg: Config,
     for i, (want, got) in enumerate(zip(expected.headers, actual.headers)):
         if isinstance(want, IpHeader) and isinstance(got, IpHeader):
             _check_ip(want, got, lengths[i], event if i == inner else None)
+            if i != inner:   # an encapsulation header: headers[i] is event.encaps[i]
+                _check_outer_ip(i, want, got, event.encaps[i].ip_info)
         elif isinstance(want, GreHeader) and isinstance(got, GreHeader):
             _check_gre(want, got)
         elif isinstance(want, MplsHeader) and isinstance(got, MplsHeader):
@@ -103,8 +107,21 @@ def _check_ip(want: IpHeader, got: IpHeader, length: int, event: PacketEvent | N
         _field("ipv6_version", 6, got.version)
         _field("ipv6_payload_len", length, got.length)
         _field("ipv6_next_header", want.proto, got.proto)
-    if info is None:
-        return
+    if info is not None:
+        _check_ip_info(info, want.version, got)
+
+
+def _check_outer_ip(index: int, want: IpHeader, got: IpHeader, info: IpInfo) -> None:
+    """An outbound encapsulation header's literal addresses and written TOS/TTL (upstream
+    compares neither; nothing a script writes may pass unchecked)."""
+    if (want.src, want.dst) != (got.src, got.dst):
+        raise RuntimeFailure(f"live packet header layer {index} addresses: expected: "
+                             f"{ip_address(want.src)} > {ip_address(want.dst)} vs actual: "
+                             f"{ip_address(got.src)} > {ip_address(got.dst)}")
+    _check_ip_info(info, want.version, got)
+
+
+def _check_ip_info(info: IpInfo, version: int, got: IpHeader) -> None:
     if info.ecn == ECT01:
         if got.tos & 3 not in (1, 2):
             raise RuntimeFailure("live packet field ip_ecn: expected: 0x1 or 0x2 vs actual: "
@@ -113,8 +130,8 @@ def _check_ip(want: IpHeader, got: IpHeader, length: int, event: PacketEvent | N
         _field("ip_ecn", info.ecn, got.tos & 3)
     elif info.tos is not None:
         _field("tos", info.tos, got.tos)
-    if info.ttl is not None and info.ttl != 255:
-        _field("ipv4_ttl" if want.version == 4 else "ipv6_hop_limit", info.ttl, got.ttl)
+    if info.ttl is not None:   # upstream skips 255 ("no check"); a written TTL is checked
+        _field("ipv4_ttl" if version == 4 else "ipv6_hop_limit", info.ttl, got.ttl)
 
 
 def _check_gre(want: GreHeader, got: GreHeader) -> None:
@@ -162,6 +179,10 @@ def _check_l4(expected: Packet, actual: Packet, spec: object) -> None:
     elif isinstance(want, IcmpHeader) and isinstance(got, IcmpHeader):
         _field("icmp_type", want.type, got.type)
         _field("icmp_code", want.code, got.code)
+        if isinstance(spec, IcmpSpec) and spec.mtu is not None:
+            # The MTU is the header's last 2 (ICMPv4) or 4 (ICMPv6) bytes.
+            size = 4 if expected.inner_ip.version == 6 else 2
+            _field("icmp_mtu", spec.mtu, int.from_bytes(got.rest[4 - size:], "big"))
 
 
 def _opt_words(tcp: TcpHeader) -> int:
@@ -183,6 +204,11 @@ def _check_options(want: list[TcpOption], got: list[TcpOption], cfg: Config,
             tick = cfg.tcp_ts_tick_usecs
             if tick and abs(b.values[0] - a.values[0]) * tick > ts_tolerance:
                 raise RuntimeFailure(f"bad outbound TCP timestamp value, tolerance {ts_tolerance}")
+            # Upstream never compares the echo reply; it is exact (the inbound TS val the
+            # kernel echoes is sent unmapped), so a wrong one must not pass.
+            if a.values[1] != b.values[1]:
+                raise RuntimeFailure(f"bad outbound TCP timestamp echo reply: expected: "
+                                     f"{a.values[1]} actual: {b.values[1]}")
             continue
         raw_a, raw_b = encode_tcp_options([a]), encode_tcp_options([b])
         if raw_a != raw_b:

@@ -22,6 +22,18 @@ cmsg_data cmsg_level cmsg_type ee_errno ee_origin ee_type ee_code ee_info ee_dat
 scm_nsec fd u32 u64 ptr events revents onoff linger""".split())
 _FO_MAX = {P.TCPOPT_FO: 38, P.TCPOPT_EXP: 36}
 U32 = 0xFFFFFFFF
+_S64_MAX = 2**63 - 1
+# Deepest ``{``/``[`` nesting an expression may have: far beyond any real script, and well
+# inside Python's recursion limit (each level costs three parser frames).
+MAX_NESTING = 100
+
+
+def number(token: Token) -> int:
+    """An INTEGER or HEX token's value as upstream's lexer computes it: ``atoll``/``strtol``
+    saturate at the signed 64-bit limits, so a 23-digit literal reads as 2**63 - 1 and later
+    range checks report it in upstream's words."""
+    value = int(token.text, 16) if token.kind == "HEX" else int(token.text, 10)
+    return max(-_S64_MAX - 1, min(_S64_MAX, value))
 
 
 class Parser:
@@ -33,6 +45,7 @@ class Parser:
         self.pos = 0
         self.cfg = cfg
         self.head_line = 0
+        self.depth = 0
 
     # --- token helpers -------------------------------------------------------------------
     @property
@@ -74,8 +87,7 @@ class Parser:
 
     def integer(self, low: int, high: int, message: str, kinds: tuple[str, ...] = ("INTEGER",)
                 ) -> int:
-        token = self.expect_kind(*kinds)
-        value = int(token.text, 0) if token.kind == "HEX" else int(token.text, 10)
+        value = number(self.expect_kind(*kinds))
         if not low <= value <= high:
             raise self.semantic(message)
         return value
@@ -142,11 +154,20 @@ class Parser:
     # --- events ----------------------------------------------------------------------------
     def parse_time_value(self) -> tuple[bool, int]:
         relative = self.accept_char("+")
-        token = self.expect_kind("INTEGER", "FLOAT")
-        usecs = int(float(token.text) * 1e6) if token.kind == "FLOAT" else int(token.text) * 1000000
+        return relative, self.seconds(self.expect_kind("INTEGER", "FLOAT"))
+
+    def seconds(self, token: Token) -> int:
+        """A time in whole or fractional seconds, as usecs. Upstream keeps them in a signed
+        64-bit count, so anything beyond it (a 23-digit integer, 400 digits of float) is an
+        error here rather than an overflow."""
+        usecs = (float(token.text) * 1e6 if token.kind == "FLOAT"
+                 else number(token) * 1000000)
         if usecs < 0:
             raise self.semantic("negative time")
-        return relative, usecs
+        if usecs > _S64_MAX:   # upstream overflows into "time goes backward" on this line
+            raise ScriptError(f"{self.path}:{token.line}: semantic error: time out of range",
+                              token.line)
+        return int(usecs)
 
     def parse_event(self) -> Event:
         line = self.tok.line
@@ -161,11 +182,7 @@ class Parser:
                     raise self.semantic("time range is backwards")
             elif self.tok.kind == "ELLIPSIS":
                 self.next()
-                token = self.expect_kind("INTEGER", "FLOAT")
-                time.blocking_end = (int(float(token.text) * 1e6) if token.kind == "FLOAT"
-                                     else int(token.text) * 1000000)
-                if time.blocking_end < 0:
-                    raise self.semantic("negative time")
+                time.blocking_end = self.seconds(self.expect_kind("INTEGER", "FLOAT"))
         action = self.parse_action()
         event = Event(line, time, action)
         if time.any_time and not event.is_outbound:
@@ -181,7 +198,7 @@ class Parser:
         self.head_line = token.line
         if token.is_char("<") or token.is_char(">"):
             return self.parse_packet()
-        if token.kind == "WORD" and self.peek().is_char("("):
+        if token.kind == "WORD":   # a syscall; like upstream, the error is at the next token
             return self.parse_syscall()
         if token.kind == "BACKQUOTE":
             return CommandEvent(self.next().value)
@@ -210,7 +227,23 @@ class Parser:
             l4 = self.parse_icmp()
         else:
             l4 = self.parse_tcp(direction)
+        if direction == ">":
+            self.reject_unchecked(l4)
         return PacketEvent(direction, l4, ip_info, encaps)
+
+    def reject_unchecked(self, l4: TcpSpec | UdpSpec | IcmpSpec) -> None:
+        """Outbound values no engine can compare are errors, never silently accepted: the
+        kernel picks the local port and the echo id, and what an ICMP message quotes is
+        only checked by its size (write ``[raw (N)]``)."""
+        if isinstance(l4, (TcpSpec, UdpSpec)) and (l4.sport or l4.dport):
+            raise self.semantic("unsupported: ports of an outbound packet are never "
+                                "compared (the socket's own ports are used)")
+        if isinstance(l4, IcmpSpec) and l4.echo_id is not None:
+            raise self.semantic("unsupported: the echo id of an outbound ICMP packet is the "
+                                "kernel's choice and is never compared")
+        if isinstance(l4, IcmpSpec) and l4.echoed is not None and l4.echoed[0] != "raw":
+            raise self.semantic("unsupported: an outbound ICMP packet's quoted header is "
+                                "never compared; give its size with [raw (N)]")
 
     def parse_encaps(self) -> list[Encap]:
         encaps: list[Encap] = []
@@ -325,9 +358,9 @@ class Parser:
 
     def parse_ports(self) -> tuple[int, int]:
         if self.tok.kind == "INTEGER" and self.peek().is_char(">"):
-            sport = int(self.next().text)
+            sport = number(self.next())
             self.next()
-            dport = int(self.expect_kind("INTEGER").text)
+            dport = number(self.expect_kind("INTEGER"))
             if not 0 <= sport <= 0xFFFF:
                 raise self.semantic("src port out of range")
             if not 0 <= dport <= 0xFFFF:
@@ -559,6 +592,9 @@ class Parser:
             while self.tok.kind == "WORD" or self.tok.is_kw("flags"):
                 self.next()
             self.expect_char(")")
+        problem = unchecked_part(name, args)
+        if problem:
+            raise self.semantic(f"unsupported: {problem}")
         return SyscallEvent(name, args, result, errno)
 
     def parse_expr(self) -> Expr:
@@ -574,7 +610,7 @@ class Parser:
             return Expr("ellipsis")
         if token.kind in ("INTEGER", "HEX"):
             self.next()
-            return Expr("integer", int(token.text, 0) if token.kind == "HEX" else int(token.text))
+            return Expr("integer", number(token))
         if token.kind == "WORD":
             self.next()
             if self.accept_char("="):
@@ -596,6 +632,11 @@ class Parser:
         raise self.fail()
 
     def parse_sequence(self, opener: str, closer: str) -> list[Expr]:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise ScriptError(f"{self.path}:{self.tok.end_line}: parse error at "
+                              f"'{self.tok.text}': expression nested more than {MAX_NESTING} "
+                              f"levels deep", self.tok.end_line)
         self.expect_char(opener)
         items: list[Expr] = []
         if not self.tok.is_char(closer):
@@ -603,6 +644,7 @@ class Parser:
             while self.accept_char(","):
                 items.append(self.parse_expr())
         self.expect_char(closer)
+        self.depth -= 1
         return items
 
     def parse_keyword_term(self, token: Token) -> Expr:
@@ -612,7 +654,7 @@ class Parser:
             arg = self.expect_kind("STRING" if token.text != "htons" else "INTEGER")
             self.expect_char(")")
             if token.text == "htons":
-                return Expr("htons", int(arg.text))
+                return Expr("htons", number(arg))
             try:
                 address = (ipaddress.IPv4Address(arg.value) if token.text == "inet_addr"
                            else ipaddress.IPv6Address(arg.value))
@@ -628,6 +670,28 @@ class Parser:
             self.expect_char("=")
             return Expr("keyed", key=token.text, items=[self.parse_expr()], index=index)
         raise self.fail(token)
+
+
+def unchecked_part(name: str, args: list[Expr]) -> str:
+    """What in a call's arguments upstream's grammar has no place for and no engine would
+    compare ("" if nothing): iovec contents, a msghdr's msg_name, a cmsg without data."""
+    iovecs = args[1].items if name in ("readv", "writev") and len(args) > 1 \
+        and args[1].kind == "list" else []
+    for msg in (arg for arg in args if arg.kind == "brace"):
+        for item in msg.items:
+            if item.kind == "keyed" and item.key == "msg_name" and (
+                    item.items[0].kind != "ellipsis"
+                    or (item.index is not None and item.index.kind != "ellipsis")):
+                return "msg_name is the engine's live address: write msg_name(...)=..."
+        iov, control = msg.field("msg_iov"), msg.field("msg_control")
+        iovecs = iovecs + (iov.items if iov is not None and iov.kind == "list" else [])
+        for cmsg in control.items if control is not None and control.kind == "list" else []:
+            if cmsg.kind == "brace" and cmsg.field("cmsg_data") is None:
+                return "a cmsg needs cmsg_data"
+    for iovec in iovecs:
+        if iovec.kind == "brace" and iovec.items and iovec.items[0].kind != "ellipsis":
+            return "iovec contents are never compared: write {..., LENGTH}"
+    return ""
 
 
 def option_length(option: TcpOption) -> int:

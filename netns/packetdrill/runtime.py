@@ -6,6 +6,7 @@ failures raise :class:`RuntimeFailure` carrying upstream's complete diagnostic t
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import platform
 import struct
@@ -133,6 +134,7 @@ class Runtime:
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
         self.warnings: list[str] = []
+        self.timeline: list[tuple[Event, Timed, int | None]] = []   # for reports (.timeline)
 
     # --- helpers ------------------------------------------------------------------------
     def fail(self, event: Event, text: str) -> RuntimeFailure:
@@ -219,6 +221,7 @@ class Runtime:
         for event in events:
             self.check_blocking()
             timed = self.anchor(event, prev, prev_time)
+            self.timeline.append((event, timed, prev_time))
             if (prev is not None and not event.time.relative and not event.time.any_time
                     and not prev.time.relative and not prev.time.any_time
                     and prev_time is not None and timed.start < prev_time):
@@ -338,16 +341,35 @@ class Runtime:
                 if "S" in spec.flags and "." in spec.flags:
                     sut.remote_isn = spec.start
                 return sut
+            if sut is None or (isinstance(spec, UdpSpec) and sut.proto != P.IPPROTO_UDP
+                               and not (spec.sport or spec.dport)):
+                raise RuntimeFailure("no matching socket for script packet")
+            self.check_addresses_known(sut)
+            if isinstance(spec, UdpSpec) and sut.proto != P.IPPROTO_UDP:
+                # Upstream sends it with the socket under test's addresses and the script's
+                # ports, without making a UDP socket out of it.
+                return Conn(P.IPPROTO_UDP, local_port=spec.dport, remote_port=spec.sport)
             if isinstance(spec, UdpSpec):
-                if sut is None or sut.proto != P.IPPROTO_UDP:
-                    sut = state.new_conn(P.IPPROTO_UDP)
                 sut.local_port = sut.local_port or self.cfg.bind_port
                 sut.remote_port = sut.remote_port or spec.sport or state.ephemeral_port
-                return sut
-            return sut if sut is not None else Conn(P.IPPROTO_ICMP)
+            return sut
+
+    def check_addresses_known(self, sut: Conn) -> None:
+        """Upstream addresses an inbound non-TCP packet with the live addresses it has learned
+        for the socket under test, and a UDP or ICMP socket's are learned only from its
+        first outbound packet after connect()/sendto() (or given by --is_anyip). Before that
+        upstream sends from and to address 0 and the kernel drops the packet; say so instead
+        of delivering a packet upstream never would."""
+        if sut.proto != P.IPPROTO_TCP and not sut.addresses_known and not self.cfg.is_anyip:
+            raise RuntimeFailure("no live addresses for the socket under test yet: an inbound "
+                                 "UDP/ICMP packet needs an outbound packet of the socket first "
+                                 "(connect() or sendto(), then '>'), or --is_anyip")
 
     def inbound(self, event: Event, action: PacketEvent) -> None:
-        conn = self.conn_for_inbound(action)
+        try:
+            conn = self.conn_for_inbound(action)
+        except RuntimeFailure as err:
+            raise self.fail(event, f"error handling packet: {err.text}") from None
         packet = build(action, self.cfg, conn, inbound=True)
         try:
             map_inbound(packet, conn, self.cfg)
@@ -394,6 +416,13 @@ class Runtime:
             return (l4.sport, l4.dport) == (conn.local_port, conn.remote_port)
         if not isinstance(l4, IcmpHeader):
             return False
+        # Upstream matches an outbound ICMP packet only to an ICMP socket (of the packet's
+        # ICMP version) sending to the remote address: an ICMP error the kernel sends for a
+        # TCP or UDP socket is never the socket under test's packet.
+        icmp_proto = P.IPPROTO_ICMPV6 if packet.inner_ip.version == 6 else P.IPPROTO_ICMP
+        if conn.proto != icmp_proto or packet.inner_ip.dst != ipaddress.ip_address(
+                self.cfg.remote_ip).packed:
+            return False
         return not (packet.inner_ip.version == 6 and l4.type in _ND_TYPES)
 
     def sniff(self, event: Event, conn: Conn, action: PacketEvent, timeout: float
@@ -412,6 +441,7 @@ class Runtime:
             if packet is None or not self.belongs(conn, packet, action):
                 deadline = time.monotonic() + timeout
                 continue
+            conn.addresses_known = True
             if self.cfg.verbose:
                 print(f"outbound sniffed packet: {secs(self.clock.to_script(stamp)):9.6f} "
                       f"{dump(packet)}", flush=True)
@@ -438,9 +468,12 @@ class Runtime:
             live_tcp = actual.l4
             assert isinstance(live_tcp, TcpHeader)
             learn_syn(conn, live_tcp, spec)
-            if len(actual.payload) != spec.length:
-                raise self.fail(event, "error handling packet: live packet payload: expected "
-                                f"{spec.length} bytes vs actual {len(actual.payload)} bytes")
+        # Every protocol's payload length is checked, as upstream does: for ICMP it is the
+        # quoted packet's size (28 bytes by default, N - 8 for `[raw (N)]`).
+        if len(actual.payload) != len(expected.payload):
+            raise self.fail(event, "error handling packet: live packet payload: expected "
+                            f"{len(expected.payload)} bytes vs actual {len(actual.payload)} "
+                            "bytes")
         self.verify_packet(event, action, timed, prev, conn, expected, actual, stamp)
 
     def gather_tso(self, event: Event, conn: Conn, action: PacketEvent, expected: Packet,

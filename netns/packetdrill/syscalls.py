@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ipaddress
+import mmap
 import os
 import socket
 import struct
@@ -49,6 +50,7 @@ for _name, (_res, _args) in _PROTOS.items():
     getattr(libc, _name).restype = _res
     getattr(libc, _name).argtypes = _args
 
+_EAGER_BUFFER = 1 << 20
 FD_RETURNING = frozenset(("socket", "accept", "open", "epoll_create", "cap_set"))
 _ARGC = {"socket": 3, "bind": 3, "listen": 2, "accept": 3, "connect": 3, "read": 3, "readv": 3,
          "writev": 3, "recv": 4, "recvfrom": 6, "recvmsg": 3, "write": 3, "send": 4,
@@ -116,17 +118,25 @@ class Executor:
                 raise RuntimeFailure(f"unknown symbol: '{expr.value}'")
             return SYMBOLS[expr.value]
         if expr.kind == "binary":
-            left, right = expr.items
-            if left.kind not in ("integer", "word", "binary", "htons"):
-                raise RuntimeFailure("left hand side of | not an integer")
-            return self.integer(left) | self.integer(right)
+            # ``a | b | c`` is a left-deep tree: walk its spine instead of recursing, so a
+            # script with thousands of ``|`` cannot exhaust the stack.
+            value = 0
+            while expr.kind == "binary":
+                left, right = expr.items
+                if left.kind not in ("integer", "word", "binary", "htons"):
+                    raise RuntimeFailure("left hand side of | not an integer")
+                value |= self.integer(right)
+                expr = left
+            return value | self.integer(expr)
         raise self.type_error(expr, "integer")
 
     def int32(self, expr: Expr) -> int:
+        """Upstream's s32: anything from INT_MIN to UINT_MAX, stored as a signed 32-bit
+        value (so ``= 4294967295`` expects -1 and a count of 3000000000 is negative)."""
         value = self.integer(expr)
         if not -2**31 <= value < 2**32:
             raise RuntimeFailure(f"Value out of range for 32-bit integer: {value}")
-        return value
+        return value - 2**32 if value >= 2**31 else value
 
     def bracketed_int(self, expr: Expr) -> int:
         if expr.kind != "list":
@@ -150,6 +160,16 @@ class Executor:
         return entry
 
     def buffer(self, size: int) -> ctypes.Array[ctypes.c_char]:
+        if size > _EAGER_BUFFER:
+            # Lazily zeroed pages, like upstream's malloc(): `read(3, ..., 2000000000)` must
+            # not touch 2 GB before the kernel returns the few bytes it has.
+            try:
+                area = mmap.mmap(-1, size)
+            except OSError as err:
+                raise RuntimeFailure(f"cannot allocate a {size}-byte buffer: "
+                                     f"{err.strerror}") from None
+            self.state.keep_alive.append(area)
+            return (ctypes.c_char * size).from_buffer(area)
         buf = ctypes.create_string_buffer(max(size, 1))
         self.state.keep_alive.append(buf)
         return buf
@@ -191,7 +211,7 @@ class Executor:
             raise RuntimeFailure(f"Expected {_ARGC[event.name]} args but got {len(args)}")
         if event.result.kind not in ("integer",):
             raise self.type_error(event.result, "integer")
-        expected = int(event.result.value)
+        expected = self.int32(event.result)
         ret, err, post = method(args)
         if on_return is not None:
             on_return()
@@ -344,43 +364,46 @@ class Executor:
 
     # --- data transfer ------------------------------------------------------------------
     def data_buffer(self, expr: Expr, size: int) -> ctypes.Array[ctypes.c_char] | None:
-        if expr.kind == "ellipsis" or expr.kind == "string":
-            return self.buffer(size)
+        if expr.kind == "ellipsis":
+            # A negative count is a huge size_t for the kernel; upstream's malloc() of it
+            # fails and the call gets NULL, so the kernel can never write past a buffer.
+            return self.buffer(size) if size >= 0 else None
         if expr.kind in ("integer", "word") and self.integer(expr) == 0:
             return None
         raise RuntimeFailure("Expected ... or NULL for buffer")
 
     def sys_read(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd, count = self.live_fd(args[0]), self.integer(args[2])
+        fd, count = self.live_fd(args[0]), self.int32(args[2])
         ret, err = self.call(libc.read, fd, self.data_buffer(args[1], count), count)
         return ret, err, None
 
     def sys_write(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd, count = self.live_fd(args[0]), self.integer(args[2])
+        fd, count = self.live_fd(args[0]), self.int32(args[2])
         ret, err = self.call(libc.write, fd, self.data_buffer(args[1], count), count)
         return ret, err, None
 
     def sys_recv(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd, count = self.live_fd(args[0]), self.integer(args[2])
+        fd, count = self.live_fd(args[0]), self.int32(args[2])
         ret, err = self.call(libc.recv, fd, self.data_buffer(args[1], count), count,
                              self.int32(args[3]))
         return ret, err, None
 
     def sys_send(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd, count = self.live_fd(args[0]), self.integer(args[2])
+        fd, count = self.live_fd(args[0]), self.int32(args[2])
         ret, err = self.call(libc.send, fd, self.data_buffer(args[1], count), count,
                              self.int32(args[3]))
         return ret, err, None
 
     def sys_recvfrom(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd, count = self.live_fd(args[0]), self.integer(args[2])
+        fd, count = self.live_fd(args[0]), self.int32(args[2])
+        self.require_ellipsis(args[4], args[5])
         addr, addrlen = self.buffer(128), ctypes.c_uint(128)
         ret, err = self.call(libc.recvfrom, fd, self.data_buffer(args[1], count), count,
                              self.int32(args[3]), addr, ctypes.byref(addrlen))
         return ret, err, None
 
     def sys_sendto(self, args: list[Expr]) -> tuple[int, int, Post]:
-        entry, count = self.entry(args[0]), self.integer(args[2])
+        entry, count = self.entry(args[0]), self.int32(args[2])
         if args[4].kind == "ellipsis":
             addr: bytes | None = self.sockaddr_remote()
             self._start_connect(entry)
@@ -388,7 +411,14 @@ class Executor:
             family = self.int32(args[4])
             addr = struct.pack("=H", family) + bytes(26 if self.cfg.socket_v6 else 14)
             self._disconnect(entry, family)
-        ret, err = self.call(libc.sendto, entry.live, self.data_buffer(args[1], count), count,
+        self.require_ellipsis(args[5])
+        buf = self.data_buffer(args[1], count)
+        if (buf is not None and count >= 8 and entry.conn is not None
+                and entry.conn.proto in (P.IPPROTO_ICMP, P.IPPROTO_ICMPV6)):
+            # A ping socket only sends echo requests: like upstream, the script's zeroed
+            # buffer becomes one (the kernel fills in id and checksum).
+            buf[0] = 128 if self.cfg.wire_v6 else 8
+        ret, err = self.call(libc.sendto, entry.live, buf, count,
                              self.int32(args[3]), addr, len(addr) if addr else 0)
         self._after_connect(entry)
         return ret, err, None
@@ -498,13 +528,21 @@ class Executor:
         for i, (want, (level, kind, data)) in enumerate(zip(wanted, actual)):
             want_level = self.integer(want.field("cmsg_level") or Expr("integer", 0))
             want_type = self.integer(want.field("cmsg_type") or Expr("integer", 0))
-            if (want_level, want_type) != (level, kind):
-                raise RuntimeFailure(f"Bad level/type in cmsg {i}: expected={want_level}/"
-                                     f"{want_type} actual={level}/{kind}")
-            self.check_cmsg_data(i, want.field("cmsg_data"), data)
+            if want_level != level:
+                raise RuntimeFailure(f"Bad level in cmsg {i}: expected={want_level} "
+                                     f"actual={level}")
+            if want_type != kind:
+                raise RuntimeFailure(f"Bad type in cmsg {i}: expected={want_type} "
+                                     f"actual={kind}")
+            want_data = want.field("cmsg_data")
+            size = cmsg_data_size(want_data, level)
+            if size is not None and size != len(data):
+                raise RuntimeFailure(f"Bad len in cmsg {i}: expected={16 + size} "
+                                     f"actual={16 + len(data)}")
+            self.check_cmsg_data(i, want_data, data)
 
     def check_cmsg_data(self, index: int, want: Expr | None, data: bytes) -> None:
-        if want is None:
+        if want is None:   # the parser refuses a cmsg without cmsg_data
             return
         if want.kind == "brace" and want.field("ee_errno") is not None:
             # struct sock_extended_err: errno u32, origin/type/code u8, one pad byte,
@@ -533,16 +571,18 @@ class Executor:
             if self.integer(want) & 0xFFFFFFFF != got:
                 raise RuntimeFailure(f"Bad cmsg data in cmsg {index}: expected="
                                      f"{self.integer(want)} actual={got}")
+        else:   # e.g. SCM_TIMESTAMPING_OPT_STATS attribute lists: never silently accepted
+            raise RuntimeFailure("Unrecognized type for cmsg_data")
 
     # --- control ----------------------------------------------------------------------------
     def sys_fcntl(self, args: list[Expr]) -> tuple[int, int, Post]:
         fd, cmd = self.live_fd(args[0]), self.int32(args[1])
-        arg = self.integer(args[2]) if len(args) == 3 else 0
+        arg = self.int32(args[2]) if len(args) == 3 else 0
         ret, err = self.call(libc.fcntl, fd, cmd, arg)
         return ret, err, None
 
     def sys_ioctl(self, args: list[Expr]) -> tuple[int, int, Post]:
-        fd, request = self.live_fd(args[0]), self.integer(args[1])
+        fd, request = self.live_fd(args[0]), self.int32(args[1])
         out = ctypes.c_int(0)
         ret, err = self.call(libc.ioctl, fd, request, ctypes.byref(out))
 
@@ -614,11 +654,25 @@ class Executor:
                 got = struct.unpack("=i", raw[:4])[0]
                 if want & 0xFFFFFFFF != got & 0xFFFFFFFF:
                     raise RuntimeFailure(f"Bad getsockopt optval: expected: {want} actual: {got}")
-            elif want_expr.kind in ("string", "inet6_addr"):
+            elif want_expr.kind == "string":
                 want_raw = self.optval(want_expr)
-                if want_raw != raw[:len(want_raw)]:
+                if len(want_raw) != optlen:
+                    raise RuntimeFailure(f"Bad getsockopt optval: expected optlen ({optlen} "
+                                         f"bytes) does not match length of expected optval "
+                                         f"string '{want_expr.value}' ({len(want_raw)} bytes)")
+                if want_raw != raw:
                     raise RuntimeFailure(f"Bad getsockopt optval: expected: '{want_expr.value}'"
                                          f" actual: '{raw.decode('latin-1')}'")
+            elif want_expr.kind == "inet6_addr":
+                if optlen != 16:
+                    raise RuntimeFailure(f"Unsupported getsockopt optlen: {optlen}")
+                if bytes(want_expr.value) != raw:
+                    raise RuntimeFailure("Bad getsockopt optval: expected: "
+                                         f"{ipaddress.IPv6Address(bytes(want_expr.value))} "
+                                         f"actual: {ipaddress.IPv6Address(raw)} ")
+            else:   # upstream's wording: every other value would go unchecked
+                raise RuntimeFailure(f"unsupported getsockopt value type: "
+                                     f"{type_name(want_expr)}")
         return ret, err, post
 
     def sys_poll(self, args: list[Expr]) -> tuple[int, int, Post]:
@@ -631,7 +685,7 @@ class Executor:
             if fd_expr is None or ev_expr is None:
                 raise self.type_error(item, "pollfd")
             struct.pack_into("=ihh", array, 8 * i, self.live_fd(fd_expr), self.integer(ev_expr), 0)
-        ret, err = self.call(libc.poll, array, self.integer(args[1]), self.int32(args[2]))
+        ret, err = self.call(libc.poll, array, self.int32(args[1]), self.int32(args[2]))
 
         def post() -> None:
             for i, item in enumerate(items):
@@ -656,7 +710,7 @@ class Executor:
             offset = ctypes.c_long(self.bracketed_int(args[2]))
         ret, err = self.call(libc.sendfile, out_fd, in_fd,
                              ctypes.byref(offset) if offset is not None else None,
-                             self.integer(args[3]))
+                             self.int32(args[3]))
         return ret, err, None
 
     # --- epoll, pipes, splice, capabilities ---------------------------------------------
@@ -716,7 +770,7 @@ class Executor:
         fd_in, fd_out = self.live_fd(args[0]), self.live_fd(args[2])
         off_in, off_out = self.integer(args[1]), self.integer(args[3])
         ret, err = self.call(libc.splice, fd_in, off_in or None, fd_out, off_out or None,
-                             self.integer(args[4]), self.int32(args[5]))
+                             self.int32(args[4]), self.int32(args[5]))
         return ret, err, None
 
     def sys_cap_set(self, args: list[Expr]) -> tuple[int, int, Post]:
@@ -731,6 +785,21 @@ class Executor:
             data[slot] = (data[slot] | bit) if action else (data[slot] & ~bit)
             ret, err = self.call(libc.syscall, nr_capset, header, data)
         return ret, err, None
+
+
+def cmsg_data_size(want: Expr | None, level: int) -> int | None:
+    """Size of the cmsg data a ``cmsg_data`` expression describes, as upstream lays it out
+    (an int; three timespecs; an extended error and the offender's sockaddr), so a cmsg of
+    another length fails as upstream's ``Bad len`` does. None: nothing written to size."""
+    if want is None:
+        return None
+    if want.kind in ("integer", "word", "binary"):
+        return 4
+    if want.kind == "brace" and want.field("scm_sec") is not None:
+        return 48
+    if want.kind == "brace" and want.field("ee_errno") is not None:
+        return 16 + (16 if level == socket.SOL_IP else 28)
+    return None
 
 
 def decode_escapes(text: str) -> bytes:

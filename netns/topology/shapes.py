@@ -99,13 +99,16 @@ def pod_ip(n: int) -> str:
     return f"172.19.{n}.2"
 
 
-def flannel_vxlan(static_fdb: bool = True) -> Topology:
+def flannel_vxlan(static_fdb: bool = True, pod_mtu: int = FLANNEL_MTU,
+                  port: int = FLANNEL_PORT) -> Topology:
     """C08: hosts h3/h4 on an underlay switch; per host cni0 + flannel.1 + one pod.
 
     flannel.1 is ``vxlan id 1 local <underlay> dev eth0 dstport 8472 nolearning``, MTU 1450,
     a /32 overlay address; remote pod subnets are reached ``via <remote flannel.1> dev
     flannel.1 onlink`` with a permanent neighbour entry and (if *static_fdb*) the FDB entry
     mapping the remote VTEP MAC to its underlay IP. Without it (C09) traffic is blackholed.
+    *pod_mtu* (pods, their veths, cni0) and *port* exist for broken variants: pods left at
+    1500 by a CNI that forgot the VXLAN overhead, a VTEP on another UDP port.
     """
     hosts: dict[str, dict[str, str | int]] = {"sw": {}}
     links: list = []
@@ -118,13 +121,13 @@ def flannel_vxlan(static_fdb: bool = True) -> Topology:
         hosts[pod] = {}
         links += [
             Veth(Iface(h, "eth0", (f"{underlay_ip(n)}/24",)), Iface("sw", f"u{n}")),
-            Veth(Iface(pod, "eth0", (f"{pod_ip(n)}/24",), mtu=FLANNEL_MTU),
-                 Iface(h, f"veth{n}", mtu=FLANNEL_MTU)),
-            Bridge(Iface(h, "cni0", (f"172.19.{n}.1/24",), mtu=FLANNEL_MTU),
+            Veth(Iface(pod, "eth0", (f"{pod_ip(n)}/24",), mtu=pod_mtu),
+                 Iface(h, f"veth{n}", mtu=pod_mtu)),
+            Bridge(Iface(h, "cni0", (f"172.19.{n}.1/24",), mtu=pod_mtu),
                    ports=(f"veth{n}",)),
             Vxlan(Iface(h, "flannel.1", (f"172.19.{n}.0/32",), mtu=FLANNEL_MTU,
                         mac=VTEP_MAC[n]),
-                  vni=FLANNEL_VNI, local=underlay_ip(n), dstport=FLANNEL_PORT,
+                  vni=FLANNEL_VNI, local=underlay_ip(n), dstport=port,
                   learning=False, dev="eth0"),
         ]
         routes += [Route(pod, "default", via=f"172.19.{n}.1"),

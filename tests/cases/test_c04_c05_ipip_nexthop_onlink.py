@@ -15,14 +15,16 @@ prefix: without ``onlink`` the kernel refuses the route ("a gateway outside the 
 subnets is considered unreachable"); ``onlink`` skips that check. A host-gw style route via
 a gateway on a connected subnet needs no ``onlink``.
 
-Oracles (asserted): with the overlay gateway, requests arrive IPIP-encapsulated on the
-replying host's underlay but no IPIP packet leaves it and the ping fails (the broken
-variant); with ``via <underlay> onlink`` ping works and the captured reply is IPIP from
-192.168.3.112 to 192.168.3.110 carrying 10.122.127.128 → 10.122.17.64. Without ``onlink``
-the route add fails with *some* netlink error — errno and iproute2's message differ per
-kernel and are recorded (``record_testsuite_property``, which JUnit xunit2 keeps), not
-hard-coded — and with ``onlink`` the route is accepted and shown as ``onlink``. The C05
-part also runs on a /32 VXLAN device, so it needs no ipip module.
+Oracles (asserted): with ``via <underlay> onlink`` the requests arrive IPIP-encapsulated,
+ping works and the captured reply is IPIP from 192.168.3.112 to 192.168.3.110 carrying
+10.122.127.128 → 10.122.17.64; the broken variant (the report's overlay gateway: the reply
+is never encapsulated onto the wire) runs the same oracle as a strict xfail. Without ``onlink``
+the route add fails with *some* netlink error — errno and iproute2's message are recorded
+(``record_testsuite_property``, which JUnit xunit2 keeps), not hard-coded (ENETUNREACH,
+"Nexthop has invalid gateway." on 5.10, 6.1 and 6.18) — and with ``onlink`` the route is
+accepted and shown as ``onlink``; the broken variant puts the gateway's /24 on the device
+too, so the route is accepted without onlink (strict xfail). The C05 part also runs on a /32
+VXLAN device, so it needs no ipip module.
 """
 
 import pytest
@@ -32,6 +34,7 @@ from scapy.layers.inet import ICMP, IP
 from netns import Namespace
 from netns.topology import Bridge, Existing, Iface, Ipip, Route, Topology, Veth
 from netns.traffic import ping
+from netns.variants import broken
 
 H110, H112 = "192.168.3.110", "192.168.3.112"
 POD110, POD112 = "10.122.17.64", "10.122.127.128"  # tunl0 addresses (first IP of each block)
@@ -71,27 +74,25 @@ def calico_ipip(gateway_112: str, onlink_112: bool) -> Topology:
 
 
 @pytest.mark.needs("ipip")
-@pytest.mark.parametrize("nexthop", ["underlay_onlink", "overlay_gateway"])
-def test_c04_ipip_reply_needs_underlay_nexthop(topology, nexthop: str) -> None:
-    if nexthop == "underlay_onlink":
-        net = topology(calico_ipip(H110, onlink_112=True))
-    else:  # the report's broken route: accepted without onlink (the gateway is local)
-        net = topology(calico_ipip(POD112, onlink_112=False))
+@pytest.mark.parametrize(("gateway", "onlink"), [
+    pytest.param(H110, True, id="underlay_onlink"),
+    # The report's broken route: accepted without onlink because the gateway is local.
+    broken(POD112, False, id="overlay_gateway",
+           why="an overlay gateway makes the reply's outer destination the host itself"),
+])
+def test_c04_ipip_reply_needs_underlay_nexthop(topology, gateway: str, onlink: bool) -> None:
+    net = topology(calico_ipip(gateway, onlink_112=onlink))
     with net["h112"].capture("eth0", "ip proto 4") as cap:
         replied = ping(net["h110"], POD112, count=2, wait=1)
     requests = [p for p in cap.packets if p[IP].src == H110]
     from_112 = [p for p in cap.packets if p[IP].src == H112]
     assert len(requests) == 2  # the requests always arrive encapsulated
-    if nexthop == "underlay_onlink":
-        assert replied
-        assert len(from_112) == 2
-        for pkt in from_112:
-            inner = pkt[IP].payload
-            assert pkt[IP].dst == H110 and pkt[IP].proto == 4
-            assert (inner.src, inner.dst, inner[ICMP].type) == (POD112, POD110, 0)
-    else:
-        assert not replied
-        assert from_112 == [], "a reply was encapsulated despite the overlay gateway"
+    assert replied
+    assert len(from_112) == 2
+    for pkt in from_112:
+        inner = pkt[IP].payload
+        assert pkt[IP].dst == H110 and pkt[IP].proto == 4
+        assert (inner.src, inner.dst, inner[ICMP].type) == (POD112, POD110, 0)
 
 
 def _slash32_device(ns: Namespace, kind: str) -> str:
@@ -111,18 +112,28 @@ def _slash32_device(ns: Namespace, kind: str) -> str:
     return dev
 
 
+@pytest.mark.parametrize("gateway_prefix_on_dev", [
+    pytest.param(False, id="slash32"),
+    broken(True, id="gateway-connected", why="with the gateway's /24 also on the device the "
+           "gateway is connected there, and the route needs no onlink"),
+])
 @pytest.mark.parametrize("kind", [pytest.param("tunl0", marks=pytest.mark.needs("ipip")),
                                   pytest.param("flannel.1", marks=pytest.mark.needs("vxlan"))])
-def test_c05_gateway_outside_connected_prefixes_needs_onlink(ns: Namespace,
-                                                             record_testsuite_property,
-                                                             kind: str) -> None:
+def test_c05_gateway_outside_connected_prefixes_needs_onlink(
+        ns: Namespace, record_testsuite_property, kind: str, gateway_prefix_on_dev: bool
+) -> None:
     dev = _slash32_device(ns, kind)
-    with pytest.raises(NetlinkError) as refused:
+    if gateway_prefix_on_dev:
+        ns.add_address(dev, "192.168.3.200/24")
+    try:
         ns.add_route(BLOCK110, via=H110, dev=dev)
+    except NetlinkError as exc:
+        refused = exc
+    else:
+        raise AssertionError(f"{dev}: gateway {H110} accepted without onlink")
     cli = ns.run(["ip", "route", "add", BLOCK110, "via", H110, "dev", dev], check=False)
     assert not cli.ok
-    refusal = (f"errno {refused.value.code} ({refused.value.args[1]}); "
-               f"iproute2: {cli.stderr.strip()}")
+    refusal = f"errno {refused.code} ({refused.args[1]}); iproute2: {cli.stderr.strip()}"
     record_testsuite_property(f"c05_refusal[{kind}]", refusal)
     print(f"C05 {dev}: {refusal}")
     ns.add_route(BLOCK110, via=H110, dev=dev, onlink=True)

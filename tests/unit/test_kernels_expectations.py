@@ -61,3 +61,28 @@ def test_bad_expectations_are_clear_errors(text: str, message: str) -> None:
 def test_shipped_expectations_parse_and_carry_reasons() -> None:
     entries = load_expectations()
     assert entries and all(entry.reason and (entry.versions or entry.kernels) for entry in entries)
+
+
+def test_shipped_c08_entry_covers_the_good_variant_before_5_14_only() -> None:
+    """The pattern's "[[]" is a literal bracket: the broken variant is never covered."""
+    entries = load_expectations()
+    case = ("tests/cases/test_c08_c09_flannel_vxlan.py::"
+            "test_c08_peer_flannel_dot0_address_is_unicast")
+    good, bad = f"{case}[kernel-routes]", f"{case}[broken-dot0-broadcast-route]"
+    hit = expected_failure(entries, good, "bullseye-5.10", (5, 10, 223))
+    assert hit is not None and "94c821c74bf5" in hit.why
+    assert expected_failure(entries, good, "bookworm-6.1", (6, 1, 176)) is None
+    assert expected_failure(entries, bad, "bullseye-5.10", (5, 10, 223)) is None
+
+
+def test_a_plain_host_run_applies_the_running_kernels_expectations(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_known="def test_old_kernel_behaviour():\n    assert False\n")
+    known = pytester.path / "known.toml"
+    known.write_text('[[expect]]\ntest = "test_known.py::*"\nkernels = ["running"]\n'
+                     'reason = "known on this kernel: fixed in 0123456789ab"\n')
+    monkeypatch.delenv("NETREGRESS_KERNEL", raising=False)
+    monkeypatch.setenv("NETREGRESS_EXPECTATIONS", str(known))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rx")
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["*fixed in 0123456789ab*"])

@@ -72,6 +72,8 @@ def test_renderings(tmp_path: Path) -> None:
     assert "RIP: 0010:x" in text  # the console excerpt is shown, not just "crashed"
     markdown = render_markdown(matrix)
     assert "| t.py::test_a | pass | FAIL |" in markdown
+    # A known kernel difference names its commit in the cell; a plain xfail stays "xfail".
+    assert "| t.py::test_b | xfail b617158dc096 | CRASH |" in markdown
     assert "## Unexpected" in markdown
     data = to_json(matrix)
     assert data["unexpected"] == 4
@@ -91,7 +93,7 @@ def test_outputs_and_junit_round_trip(tmp_path: Path) -> None:
     matrix = build(_runs(tmp_path), [A, B, C])
     written = write_outputs(matrix, tmp_path / "out")
     assert sorted(p.name for p in written) == [
-        "junit-bookworm-6.1.xml", "junit-sid.xml", "matrix.json", "matrix.md"]
+        "junit-bookworm-6.1.xml", "junit-sid.xml", "matrix.html", "matrix.json", "matrix.md"]
     assert json.loads((tmp_path / "out/matrix.json").read_text())["unexpected"] == 4
     back = {r.nodeid: r for r in read_junit(tmp_path / "out/junit-sid.xml")}
     assert back[A].outcome == "fail" and back[A].message == "assert 1 == 2"

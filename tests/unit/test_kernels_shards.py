@@ -185,9 +185,13 @@ def test_matrix_ktap_per_kernel_parses_with_tap_py(runs: Path) -> None:
 
 
 def test_kcidb_export_of_a_real_run_validates(runs: Path) -> None:
-    proc = _matrix(runs, "export", "kcidb", "merged3")
+    """Exports its own merge of the 3-shard run, so it needs no other test to run first
+    (under xdist the merge test may run later, or on another worker)."""
+    merged = _matrix(runs, "merge", "--output", "merged3-kcidb", "s3-1", "s3-2", "s3-3")
+    assert merged.returncode == 1, merged.stdout + merged.stderr  # test_fails fails
+    proc = _matrix(runs, "export", "kcidb", "merged3-kcidb")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    data = json.loads((runs / "merged3/kcidb.json").read_text())
+    data = json.loads((runs / "merged3-kcidb/kcidb.json").read_text())
     schema.LATEST.validate(data)  # independently of the exporter's own check
     assert len(data["checkouts"]) == len(data["builds"]) == 2
     assert len(data["tests"]) == 2 * (ROWS + 1)

@@ -14,6 +14,8 @@ from netns.packetdrill.backend import engine_command
 UDP_SCRIPT = """\
     0 socket(..., SOCK_DGRAM, IPPROTO_UDP) = 3
    +0 bind(3, ..., ...) = 0
+   +0 sendto(3, ..., 10, 0, ..., ...) = 10
+   +0 > udp (10)
    +0 < udp (100)
    +0 recvfrom(3, ..., 1000, 0, ..., ...) = 100
    +0 connect(3, ..., ...) = 0
@@ -47,13 +49,14 @@ def test_verbose_output(tmp_path: Path) -> None:
 
 
 def test_packet_mismatch_exit_status_and_format(tmp_path: Path) -> None:
-    path = script(tmp_path, UDP_SCRIPT.replace("> udp (10)", "> udp (20)"))
+    last = "write(3, ..., 10) = 10\n   +0 > "
+    path = script(tmp_path, UDP_SCRIPT.replace(last + "udp", last + "(tos 0x10) udp"))
     done = run(str(path))
     assert done.returncode == 1
     lines = done.stderr.splitlines()
-    assert lines[0] == (f"{path}:7: error handling packet: live packet field ipv4_total_length: "
-                        "expected: 48 (0x30) vs actual: 38 (0x26)")
-    assert lines[1].startswith("script packet: ") and lines[1].endswith(" udp (20)")
+    assert lines[0] == (f"{path}:9: error handling packet: live packet field tos: "
+                        "expected: 16 (0x10) vs actual: 0 (0x0)")
+    assert lines[1].startswith("script packet: ") and lines[1].endswith(" udp (10)")
     assert lines[2].startswith("actual packet: ") and lines[2].endswith(" udp (10)")
 
 
@@ -70,7 +73,7 @@ def test_parse_error_runs_nothing(tmp_path: Path) -> None:
     path = script(tmp_path, f"`touch {marker}`\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
                             "+0 frob\n")
     done = run(str(path))
-    assert (done.returncode, done.stderr) == (1, f"{path}:3: parse error at 'frob': syntax "
+    assert (done.returncode, done.stderr) == (1, f"{path}:4: parse error at '': syntax "
                                                  "error\n")
     assert not marker.exists()
 
@@ -120,3 +123,13 @@ def test_console_script_is_installed() -> None:
     tool = Path(sys.executable).parent / "netregress-packetdrill"
     done = subprocess.run([str(tool)], capture_output=True, text=True, check=False)
     assert done.returncode == 1 and "missing script path" in done.stderr
+
+
+def test_a_23_digit_integer_is_upstreams_range_error(tmp_path: Path) -> None:
+    """It saturates like upstream's atoll() and fails the 32-bit check, in upstream's words."""
+    path = script(tmp_path, "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
+                            "+0 read(3, ..., 12345678901234567890123) = 0\n")
+    done = run(str(path))
+    assert (done.returncode, done.stderr) == (1, f"{path}:2: runtime error in read call: Value "
+                                                 "out of range for 32-bit integer: "
+                                                 "9223372036854775807\n")

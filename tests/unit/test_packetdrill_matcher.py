@@ -91,3 +91,26 @@ def test_syn_sets_the_isn_pair_and_later_seqs_are_relative() -> None:
     data = live("> . 1:1(0) ack 5001", seq_shift=777)
     mapped = map_outbound(data, conn, cfg)
     assert isinstance(mapped.l4, TcpHeader) and (mapped.l4.seq, mapped.l4.ack) == (1, 1)
+
+
+def test_outer_addresses_and_ttl_of_an_encapsulated_packet_are_checked() -> None:
+    wanted = "> ipv4 (ttl 3) 10.0.0.1 > 10.0.0.2: . 1:1(0) ack 1"
+    check(wanted, live(wanted))
+    with pytest.raises(RuntimeFailure, match=r"layer 0 addresses: expected: 10.0.0.1 > "
+                                             r"10.0.0.2 vs actual: 10.0.0.1 > 10.0.0.9"):
+        check(wanted, live(wanted.replace("10.0.0.2", "10.0.0.9")))
+    with pytest.raises(RuntimeFailure, match=r"ipv4_ttl: expected: 3 .* actual: 4"):
+        check(wanted, live(wanted.replace("ttl 3", "ttl 4")))
+
+
+def test_an_outbound_icmp_mtu_is_checked() -> None:
+    def icmp(text: str) -> tuple[PacketEvent, Config, Packet]:
+        action, cfg = line(text)
+        return action, cfg, build(action, cfg, Conn(1), inbound=False)
+
+    action, cfg, expected = icmp("> icmp unreachable frag_needed mtu 1400")
+    _, _, same = icmp("> icmp unreachable frag_needed mtu 1400")
+    _, _, other = icmp("> icmp unreachable frag_needed mtu 1300")
+    verify(expected, same, action, cfg, 4000)
+    with pytest.raises(RuntimeFailure, match=r"icmp_mtu: expected: 1400 .* actual: 1300"):
+        verify(expected, other, action, cfg, 4000)

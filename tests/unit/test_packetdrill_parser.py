@@ -94,7 +94,7 @@ def test_command_line_options_override_script_options() -> None:
 
 @pytest.mark.parametrize("text, message", [
     ("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 frob 3\n",
-     "t.pkt:2: parse error at 'frob': syntax error"),
+     "t.pkt:2: parse error at '3': syntax error"),
     ("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3 // no newline",
      "t.pkt:1: parse error at '/': syntax error"),
     ("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n# comment\n",
@@ -167,3 +167,21 @@ def test_defines_stand_for_tcp_option_values() -> None:
     assert [(o.values, o.data) for o in spec.options] == [
         ([1000], b""), ([], b""), ([100, 0], b""), ([], b""), ([7], b""),
         ([], bytes.fromhex("3021b9d889017eeb")), ([], b""), ([], b"")]
+
+
+@pytest.mark.parametrize("line, problem", [
+    ("+0 > 1>2 . 1:1(0) ack 1", "ports of an outbound packet are never compared"),
+    ("+0 > udp 1>2 (10)", "ports of an outbound packet are never compared"),
+    ("+0 > icmp echo_request id 7", "the echo id of an outbound ICMP packet"),
+    ("+0 > icmp unreachable port_unreachable [udp (10)]", "quoted header is never compared"),
+    ("+0 readv(3, [{\"x\", 1}], 1) = 1", "iovec contents are never compared"),
+    ("+0 recvmsg(3, {msg_name(...)=5, msg_iov(1)=[{..., 1}], msg_flags=0}, 0) = 1",
+     "msg_name is the engine's live address"),
+    ("+0 recvmsg(3, {msg_name(...)=..., msg_iov(1)=[{..., 1}], msg_flags=0, "
+     "msg_control=[{cmsg_level=SOL_IP, cmsg_type=IP_TOS}]}, 0) = 1", "a cmsg needs cmsg_data"),
+])
+def test_values_no_engine_compares_are_refused(line: str, problem: str) -> None:
+    """No silent fields: what a script writes is checked, or refused here, never ignored."""
+    message = error_of(f"0 socket(..., SOCK_DGRAM, IPPROTO_UDP) = 3\n{line}\n",
+                       ("ip_version", "ipv4"))
+    assert message.startswith("t.pkt:2: semantic error: unsupported: ") and problem in message

@@ -29,18 +29,18 @@ def test_a_malformed_script_is_one_failing_item(pytester: pytest.Pytester) -> No
     pytester.makefile(".pkt", bad="0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 frob 3\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*bad.pkt:2: parse error at 'frob': syntax error*"])
+    result.stdout.fnmatch_lines(["*bad.pkt:2: parse error at '3': syntax error*"])
     assert "Traceback" not in result.stdout.str()
 
 
 def test_a_failure_shows_message_line_packets_and_pcap(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".pkt", **{"wrong-v4": GOOD.replace("udp (10)", "udp (20)")})
+    pytester.makefile(".pkt", **{"wrong-v4": GOOD.replace("> udp", "> (tos 0x10) udp")})
     result = pytester.runpytest("-p", "no:cacheprovider", "-k", "ipv4 and not mapped")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        "*wrong-v4.pkt:4: error handling packet: live packet field ipv4_total_length*",
+        "*wrong-v4.pkt:4: error handling packet: live packet field tos*",
         "script line: 4",
-        "expected: script packet:*udp (20)",
+        "expected: script packet:*udp (10)",
         "actual:   actual packet:*udp (10)",
         "pcap: *.pcap",
     ])
@@ -49,7 +49,7 @@ def test_a_failure_shows_message_line_packets_and_pcap(pytester: pytest.Pytester
 def test_expect_fail_header(pytester: pytest.Pytester) -> None:
     failing = GOOD.replace("udp (10)", "udp (20)")
     pytester.makefile(".pkt", **{
-        "neg-ok": "--ip_version=ipv4\n// netregress: expect-fail: field ipv4_total_length\n"
+        "neg-ok": "--ip_version=ipv4\n// netregress: expect-fail: live packet payload\n"
                   + failing,
         "neg-wrong-msg": "--ip_version=ipv4\n// netregress: expect-fail: tcp_seq\n" + failing,
         "neg-passes": "--ip_version=ipv4\n// netregress: expect-fail: anything\n" + GOOD,

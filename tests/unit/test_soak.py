@@ -1,0 +1,71 @@
+"""scripts/soak: verdict counts over repeated runs, and a flaky test flagged for real."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernels.soak import Run, Soak, main, render
+
+FLIPPING = '''
+from pathlib import Path
+
+STATE = Path(__file__).with_name("runs")
+
+
+def test_stable():
+    assert True
+
+
+def test_flips():
+    runs = int(STATE.read_text()) if STATE.exists() else 0
+    STATE.write_text(str(runs + 1))
+    assert runs % 2 == 0
+'''
+
+
+def _run(number: int) -> Run:
+    return Run(number, 0, 1.0, (0.5, 0.5, 0.5), (1.5, 1.0, 0.5))
+
+
+def test_counts_flag_varied_and_failed_tests() -> None:
+    soak = Soak(runs=[_run(1), _run(2)])
+    for outcome in ("pass", "pass"):
+        soak.add("t::stable", outcome)
+    for outcome in ("pass", "fail"):
+        soak.add("t::flaky", outcome)
+    for outcome in ("fail", "fail"):
+        soak.add("t::broken", outcome)
+    soak.add("t::lost_once", "pass")
+    assert soak.varied() == ["t::flaky", "t::lost_once"]
+    assert soak.failed() == ["t::broken", "t::flaky"]
+    table = render(soak).splitlines()
+    assert table[1].startswith("t::flaky") and table[1].endswith("VARIED")
+    assert "2 run(s), 4 test(s): 2 varied, 2 failed at least once" in table[-1]
+
+
+def test_a_flaky_test_is_flagged_end_to_end(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_flip.py").write_text(FLIPPING)
+    out = tmp_path / "out"
+    status = main(["--runs", "3", "--workers", "0", "--note", "unit test", "--output", str(out),
+                   str(suite / "test_flip.py")])
+    assert status == 1
+    report = json.loads((out / "soak.json").read_text())
+    flips = "test_flip.py::test_flips"
+    assert report["varied"] == [k for k in report["tests"] if k.endswith(flips)]
+    counts = next(c for k, c in report["tests"].items() if k.endswith(flips))
+    assert counts == {"pass": 2, "fail": 1}
+    assert report["note"] == "unit test" and len(report["runs"]) == 3
+    assert "VARIED" in (out / "soak.txt").read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--runs", "0"], "--runs must be at least 1"),
+    (["--runs", "1", "--kernels", "sid"], "--kernels needs --matrix"),
+], ids=["no-runs", "kernels-without-matrix"])  # fmt: skip
+def test_bad_usage_is_a_clear_error(argv: list[str], message: str,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
