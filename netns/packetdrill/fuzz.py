@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no *.pkt under {args.corpus}", file=sys.stderr)
         return 2
     texts = [p.read_text(encoding="latin-1") for p in paths]
-    from .pytest_plugin import VARIANTS, variant_options   # pytest only when benchmarking
+    from .variants import VARIANTS, variant_options
     variants = [variant_options(v) for v in VARIANTS] + [[]]
     crashes = 0
     slowest = 0.0

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from netns.packetdrill.errors import ScriptError
 from netns.packetdrill.fuzz import PIECES, check, corpus_scripts, mutate
 from netns.packetdrill.loader import load_script
-from netns.packetdrill.pytest_plugin import VARIANTS, variant_options, variants_for
+from netns.packetdrill.variants import VARIANTS, variant_options, variants_for
 
 CORPUS = corpus_scripts(Path(__file__).parents[1])
 TEXTS = [path.read_text(encoding="latin-1") for path in CORPUS]
