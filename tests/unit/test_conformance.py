@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from netns.packetdrill.conformance.corpus import find_jobs
-from netns.packetdrill.conformance.outcome import cause, first_error
+from netns.packetdrill.conformance.outcome import cause, first_error, from_result
 
 REPO = Path(__file__).resolve().parents[2]
 PASSING = """\
@@ -196,6 +196,21 @@ def test_variants_follow_upstream_naming_and_our_pins(tmp_path: Path) -> None:
     replaced = find_jobs(tmp_path, "upstream", "4",
                          variant_args={"ipv4": "--ip_version=ipv4 -D CODE=x"})[0]
     assert replaced.options[:2] == [("ip_version", "ipv4"), ("define", "CODE=x")]
+
+
+def test_a_reference_that_broke_crashed_and_is_not_compared() -> None:
+    from netns.packetdrill.conformance.compare import compared
+    from netns.packetdrill.result import RunResult
+    crashed = from_result(RunResult("/a/x.pkt", False, "assertion n >= 8 failed at /s/code.c "
+                                    "line 148\n/a/x.pkt: killed by signal 6", exit_status=-6))
+    assert (crashed.verdict, crashed.first_error) == (
+        "CRASH", "assertion n >= 8 failed at code.c line 148")
+    asserted = from_result(RunResult("/a/x.pkt", False, "sysctl: cannot stat /proc/sys/y\n"
+                                     "assertion len >= 8 failed at code.c line 148",
+                                     exit_status=1))
+    assert asserted.verdict == "CRASH"
+    passed = from_result(RunResult("/a/x.pkt", True))
+    assert not compared(passed, crashed) and compared(crashed, passed)
 
 
 def test_first_error_and_cause_drop_paths_lines_and_numbers() -> None:

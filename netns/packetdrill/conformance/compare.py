@@ -1,7 +1,8 @@
 """Agreement between the builtin engine and the reference, and what a disagreement is.
 
 The verdict is PASS or not (FAIL and TIMEOUT are both failures, as for upstream's runner);
-a SKIP on either side is not compared. In our corpus a script may carry an expect-fail marker:
+a SKIP on either side is not compared, nor is a reference that CRASHed (the binary died on
+a signal, e.g. an assertion on an older kernel: it has no verdict to compare with). In our corpus a script may carry an expect-fail marker:
 then both engines must also fail *with a message the marker matches*, or the marker only
 holds for one of them — a disagreement too, because pytest would pass under one engine only.
 """
@@ -13,7 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from .corpus import Job
-from .outcome import SKIP, Outcome, cause
+from .outcome import CRASH, SKIP, Outcome, cause
 from .runner import Rerun, Runs
 
 
@@ -25,7 +26,7 @@ def marker_matches(job: Job, outcome: Outcome) -> bool | None:
 
 
 def compared(builtin: Outcome, reference: Outcome) -> bool:
-    return SKIP not in (builtin.verdict, reference.verdict)
+    return SKIP not in (builtin.verdict, reference.verdict) and reference.verdict != CRASH
 
 
 def agrees(job: Job, builtin: Outcome, reference: Outcome) -> bool:

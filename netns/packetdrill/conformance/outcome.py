@@ -1,7 +1,7 @@
 """One engine's verdict on one job, reduced to what conformance compares and reports.
 
 Why reduce: the two engines word the same failure differently and print paths differently,
-so the harness compares verdicts (PASS / FAIL / TIMEOUT / SKIP) and keeps only the first
+so the harness compares verdicts (PASS / FAIL / TIMEOUT / SKIP / CRASH) and keeps only the first
 error line, path-free, to group disagreements by cause.
 """
 
@@ -12,9 +12,12 @@ from dataclasses import dataclass
 
 from ..result import RunResult
 
-PASS, FAIL, TIMEOUT, SKIP = "PASS", "FAIL", "TIMEOUT", "SKIP"
+PASS, FAIL, TIMEOUT, SKIP, CRASH = "PASS", "FAIL", "TIMEOUT", "SKIP", "CRASH"
 _LOCATED = re.compile(r"^(?:\S*/)?(?P<rest>[^/\s:]+:\d+: .*)$")
 _TIMED_OUT = re.compile(r": timed out after \d+ s$", re.M)
+_KILLED = re.compile(r": killed by signal \d+$")     # the adapter's note after the real error
+# upstream's assert() (prints, then exits 1) and the builtin engine's last-resort report
+_BROKE = re.compile(r"^assertion .+ failed at \S+ line \d+$|: internal engine error", re.M)
 _KEEP_LINES = 40
 
 
@@ -39,7 +42,8 @@ def first_error(message: str) -> str:
         located = _LOCATED.match(line)
         if located:
             return located.group("rest")
-    return _drop_dirs(lines[-1]) if lines else ""
+    fatal = [line for line in lines if not _KILLED.search(line)] or lines
+    return _drop_dirs(fatal[-1]) if fatal else ""
 
 
 def _drop_dirs(line: str) -> str:
@@ -50,7 +54,9 @@ def from_result(result: RunResult) -> Outcome:
     if result.passed:
         return Outcome(PASS, seconds=round(result.duration, 3))
     message = result.message or result.stderr or f"exit status {result.exit_status}"
-    verdict = TIMEOUT if _TIMED_OUT.search(message) else FAIL
+    # Killed by a signal, or an internal assertion: the program broke, it gave no verdict.
+    verdict = (CRASH if result.exit_status < 0 or _BROKE.search(message) else
+               TIMEOUT if _TIMED_OUT.search(message) else FAIL)
     kept = "\n".join(message.splitlines()[:_KEEP_LINES])
     return Outcome(verdict, first_error(message), round(result.duration, 3), kept)
 

@@ -68,6 +68,13 @@ def render(doc: dict[str, Any]) -> str:
             out.append(f"conformance regression: the builtin engine's verdict differs from the "
                        f"one {reference.get('binary')} recorded on {reference.get('recorded')} "
                        f"for the runs above (the binary is right until proven otherwise)")
+    crashed = [e for e in doc["entries"]
+               if e["runs"].get("reference", {}).get("verdict") == "CRASH"]
+    if crashed:
+        out.append("")
+        out.append("the reference crashed (killed by a signal; not compared):")
+        out += [f"  {e['script']} [{e['variant']}]: {e['runs']['reference']['first_error']}"
+                for e in crashed]
     flaky = [e for e in doc["entries"] if e.get("reproducible") is False]
     if flaky:
         out.append("")
