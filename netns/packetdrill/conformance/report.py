@@ -72,7 +72,7 @@ def render(doc: dict[str, Any]) -> str:
                if e["runs"].get("reference", {}).get("verdict") == "CRASH"]
     if crashed:
         out.append("")
-        out.append("the reference crashed (killed by a signal; not compared):")
+        out.append("the reference crashed (a signal or an internal assertion; not compared):")
         out += [f"  {e['script']} [{e['variant']}]: {e['runs']['reference']['first_error']}"
                 for e in crashed]
     flaky = [e for e in doc["entries"] if e.get("reproducible") is False]
