@@ -16,6 +16,8 @@ from netns.packetdrill.tolerance import (LATE_BOUND_USECS, TIMING_PROPERTY, Timi
 
 pytest_plugins = ["pytester"]
 SLACK = Tolerance().with_slack(20_000, "calibrated")
+LATE_INJECTION = ("c02.pkt:26: timing error: expected inbound packet at 0.201281 sec but "
+                  "happened at 0.216819 sec; tolerance 0.012526 sec")
 EARLY_RTO = Path(__file__).parents[1] / "packetdrill" / "negative" / "early-rto.pkt"
 # The reference binary the project is checked against (built outside the repo), if present.
 REFERENCE = os.environ.get("PACKETDRILL_REFERENCE", os.path.expanduser(
@@ -69,6 +71,17 @@ def test_calibrated_slack_grows_with_what_was_measured() -> None:
      SLACK, "not-checkable"),
     (RunResult("s", False, timing_error="late", late_error_usecs=1), Tolerance(), "failed"),
     (RunResult("s", False, message="wrong flags"), SLACK, "failed"),
+    # the engine itself acted late (it injects, it starts calls): the machine stalled
+    (RunResult("s", False, timing_error="late", late_error_usecs=3_000, message=LATE_INJECTION),
+     Tolerance(), "not-checkable"),
+    (RunResult("s", False, timing_error="late", late_error_usecs=3_000,
+               message=LATE_INJECTION.replace("inbound packet", "system call start")),
+     Tolerance(), "not-checkable"),
+    # ... but the kernel's own late packet, or an early injection, stays a failure
+    (RunResult("s", False, timing_error="late", late_error_usecs=3_000,
+               message=LATE_INJECTION.replace("inbound packet", "outbound packet")),
+     Tolerance(), "failed"),
+    (RunResult("s", False, timing_error="early", message=LATE_INJECTION), Tolerance(), "failed"),
 ])
 def test_judge_run(result: RunResult, tolerance: Tolerance, verdict: str) -> None:
     assert judge_run(result, tolerance).verdict == verdict
