@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from netns.packetdrill.calibrate import MAX_SLACK_USECS, slack_from
-from netns.packetdrill.result import RunResult
-from netns.packetdrill.tolerance import (LATE_BOUND_USECS, TIMING_PROPERTY, TimingRecord,
+from packetdrill.calibrate import MAX_SLACK_USECS, slack_from
+from packetdrill.result import RunResult
+from packetdrill.tolerance import (LATE_BOUND_USECS, TIMING_PROPERTY, TimingRecord,
                                          Tolerance, classify_message, judge_run,
                                          slack_for_scale)
 

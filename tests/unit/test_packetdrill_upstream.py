@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from netns.packetdrill.backend import choose_backend, run_isolated
-from netns.packetdrill.errors import UsageError
-from netns.packetdrill.upstream import parse_output, upstream_argv
+from packetdrill.backend import choose_backend, run_isolated
+from packetdrill.errors import UsageError
+from packetdrill.upstream import parse_output, upstream_argv
 
 PACKET_FAILURE = (
     "syn.pkt:8: error handling packet: live packet field ipv4_total_length: expected: 40 (0x28) "
