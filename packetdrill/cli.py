@@ -1,5 +1,5 @@
-"""Command line compatible with upstream packetdrill's (§8): same options, exit codes and
-diagnostics, plus ``--packetdrill=builtin|auto|PATH`` to pick the backend.
+"""Command line compatible with upstream packetdrill's (docs/packetdrill-language.md §9): same
+options, exit codes and diagnostics, plus ``--packetdrill=builtin|auto|PATH`` to pick the backend.
 """
 
 from __future__ import annotations

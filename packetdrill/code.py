@@ -1,4 +1,4 @@
-"""Shell commands (§6.1) and ``%{ }%`` Python code blocks (§6.2).
+"""Shell commands and ``%{ }%`` Python code blocks (docs/packetdrill-language.md §7.1, §7.2).
 
 Code blocks do not run during the script: at the event's time we snapshot ``TCP_INFO``,
 ``TCP_CC_INFO`` and ``SO_MEMINFO`` of the socket under test, and after the cleanup command one

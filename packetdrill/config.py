@@ -1,4 +1,5 @@
-"""Run configuration: the option table, its validation and the address defaults (§7.3, §8).
+"""Run configuration: the option table, its validation and the address defaults
+(docs/packetdrill-language.md §8, §9).
 
 Options come from three places applied in a fixed order (script lines, then the command line,
 then ``finalize``), exactly as upstream does, because "the command line wins" is something

@@ -1,4 +1,5 @@
-"""Connections and the script↔live mapping of ports, sequence numbers and timestamps (§4.8).
+"""Connections and the script↔live mapping of ports, sequence numbers and timestamps
+(docs/packetdrill-language.md §5.6).
 
 Scripts write every non-SYN sequence number as if the ISN were 0 and never write ports; this
 module keeps, per connection, what is needed to translate in both directions. Building the

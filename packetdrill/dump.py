@@ -1,4 +1,5 @@
-"""Short packet dumps in upstream's format (§9.3), used in error reports and ``-v`` output.
+"""Short packet dumps in upstream's format (docs/packetdrill-language.md §11), used in error
+reports and ``-v`` output.
 
 Tools grep these lines (``script packet:``/``actual packet:``), so spacing is exact, including
 the trailing space of a TCP dump without options.

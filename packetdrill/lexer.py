@@ -1,4 +1,4 @@
-"""Tokenizer for the packetdrill language (reference §1).
+"""Tokenizer for the packetdrill language (docs/packetdrill-language.md §2).
 
 The language is defined by a longest-match lexer, so this one is too: at every position all
 rules are tried and the longest match wins, ties going to the earlier rule. That single rule
@@ -102,7 +102,7 @@ def _match_keyword(text: str, pos: int) -> tuple[int, str]:
 
 
 def _define_token(value: str, line: int) -> Token:
-    """Turn a ``-D`` value into the token it stands for (reference §1.10, ``strtol`` base 0)."""
+    """Turn a ``-D`` value into the token it stands for (docs/packetdrill-language.md §2.6)."""
     if value.startswith('"'):
         return Token("STRING", value if value.endswith('"') and len(value) > 1 else value + '"',
                      line, line)

@@ -1,8 +1,8 @@
 """Load one script: read it, apply its option lines and the command line, then parse it.
 
-The order matters and is upstream's (§1.9): script options first, the command line re-applied
-on top, addresses finalized, and only then the events parsed (ICMP names depend on the IP
-version).
+The order matters and is upstream's (docs/packetdrill-language.md §3): script options first, the
+command line re-applied on top, addresses finalized, and only then the events parsed (ICMP names
+depend on the IP version).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Verifying a sniffed packet against a script line (§4.9) and TSO fragment merging (§7.7).
+"""Verifying a sniffed packet against a script line (docs/packetdrill-language.md §5.7) and TSO
+fragment merging (§5.8).
 
 Checks run in upstream's order and stop at the first difference, with upstream's field names,
 because that first message is what users and tools key on.

@@ -24,7 +24,8 @@ class EventTime:
 
 @dataclass
 class IpInfo:
-    """``(...)``/``[...]`` after the direction: ECN/TOS, flow label, TTL (reference §4.5)."""
+    """``(...)``/``[...]`` after the direction: ECN/TOS, flow label, TTL
+    (docs/packetdrill-language.md §5.2)."""
 
     ecn: int | None = None            # 0..3, or ECT01 for "ect0 or ect1"
     tos: int | None = None
@@ -100,7 +101,7 @@ class PacketEvent:
 
 @dataclass
 class Expr:
-    """A syscall argument expression (reference §5.2).
+    """A syscall argument expression (docs/packetdrill-language.md §6.2).
 
     ``kind`` is one of: ellipsis integer word string list brace binary keyed inet_addr
     inet6_addr htons. ``value`` holds the scalar, ``items`` the elements, ``key`` and ``index``
@@ -157,7 +158,7 @@ class Event:
         return isinstance(self.action, PacketEvent) and self.action.direction == "<"
 
     def describe(self) -> str:
-        """The ``<what>`` of timing errors (reference §9.2)."""
+        """The ``<what>`` of timing errors (docs/packetdrill-language.md §11)."""
         action = self.action
         if isinstance(action, PacketEvent):
             return "outbound packet" if action.direction == ">" else "inbound packet"

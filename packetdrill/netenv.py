@@ -145,7 +145,8 @@ def _configure_addresses(cfg: Config) -> None:
 
 
 def check_remote_is_remote(cfg: Config) -> None:
-    """Upstream refuses a remote address that is configured locally (§7.2)."""
+    """Upstream refuses a remote address that is configured locally
+    (docs/packetdrill-language.md §8)."""
     family = socket.AF_INET6 if cfg.wire_v6 else socket.AF_INET
     with socket.socket(family, socket.SOCK_DGRAM) as sock:
         try:
@@ -156,8 +157,8 @@ def check_remote_is_remote(cfg: Config) -> None:
 
 
 def reserve_ephemeral_port(cfg: Config) -> tuple[socket.socket, int]:
-    """A real ephemeral TCP port for the remote side of passive opens (§7.3), kept reserved
-    by a listening socket for the whole run."""
+    """A real ephemeral TCP port for the remote side of passive opens, kept reserved by a
+    listening socket for the whole run (docs/packetdrill-language.md §8)."""
     family = socket.AF_INET6 if cfg.socket_v6 else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.bind(("::" if cfg.socket_v6 else "0.0.0.0", 0))

@@ -1,8 +1,9 @@
 """Recursive-descent parser: tokens → :class:`~.model.Script`, with every semantic check.
 
-The whole file is parsed and checked before anything runs (§2), so a malformed script never
-half-executes. Errors use upstream's exact wording and line rules (§9.1): a syntax error names
-the token the parser was looking at, a semantic error the line of the statement's head.
+The whole file is parsed and checked before anything runs (docs/packetdrill-language.md §3), so a
+malformed script never half-executes. Errors use upstream's exact wording and line rules
+(docs/packetdrill-language.md §11): a syntax error names the token the parser was looking at, a
+semantic error the line of the statement's head.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ class Parser:
 
     # --- script structure ----------------------------------------------------------------
     def parse_options(self) -> list[tuple[str, str | None]]:
-        """The ``--name[=value]`` lines at the top of the script (§1.9)."""
+        """The ``--name[=value]`` lines at the top (docs/packetdrill-language.md §3)."""
         options: list[tuple[str, str | None]] = []
         while self.tok.kind == "OPTION":
             name = self.next().text[2:]

@@ -1,4 +1,5 @@
-"""The event loop of one script run (§3.3, §7): timing, injection, sniffing, syscalls.
+"""The event loop of one script run (docs/packetdrill-language.md §4.2, §8): timing, injection,
+sniffing, syscalls.
 
 It assumes the process already sits in a fresh network namespace (see :mod:`.engine`). All
 failures raise :class:`RuntimeFailure` carrying upstream's complete diagnostic text.
@@ -54,7 +55,7 @@ class TimingSeen:
 
 @dataclass
 class Timed:
-    """An event's times after anchoring (§3.3), in script usec.
+    """An event's times after anchoring (docs/packetdrill-language.md §4.2), in script usec.
 
     ``earliest`` is ``start`` counted from the instant the previous event began to take effect
     (see :meth:`Runtime.anchor`); only the early edge of the timing check uses it."""
@@ -67,7 +68,8 @@ class Timed:
 
 
 class BlockingCall:
-    """A system call running on its own thread while the script moves on (§5.7)."""
+    """A system call running on its own thread while the script moves on
+    (docs/packetdrill-language.md §6.6)."""
 
     def __init__(self, runtime: Runtime, event: Event, timed: Timed, prev: int | None) -> None:
         self.runtime, self.event, self.timed, self.prev = runtime, event, timed, prev
@@ -395,10 +397,10 @@ class Runtime:
 
     # --- outbound packets -------------------------------------------------------------------
     def belongs(self, conn: Conn, packet: Packet, action: PacketEvent) -> bool:
-        """Is a sniffed packet the socket under test's (§7.5)? A connecting TCP socket learns
-        its local port only from a pure SYN to the remote port while its handshake is open
-        (upstream's rule: any other packet there belongs to some other socket); UDP from
-        its first datagram."""
+        """Is a sniffed packet the socket under test's (docs/packetdrill-language.md §5.9)? A
+        connecting TCP socket learns its local port only from a pure SYN to the remote port while
+        its handshake is open (upstream's rule: any other packet there belongs to some other
+        socket); UDP from its first datagram."""
         l4, spec = packet.l4, action.l4
         if packet.inner_ip.version != (6 if self.cfg.wire_v6 else 4):
             return False
@@ -478,7 +480,8 @@ class Runtime:
 
     def gather_tso(self, event: Event, conn: Conn, action: PacketEvent, expected: Packet,
                    first: tuple[float, Packet], timeout: float) -> tuple[float, Packet]:
-        """Merge a TSO train into one packet unless ``--strict_segments`` (§7.7).
+        """Merge a TSO train into one packet unless ``--strict_segments``
+        (docs/packetdrill-language.md §5.8).
 
         The merged packet carries the kernel timestamp of its *last* piece, as upstream's: a
         train that pacing spreads out is only complete, and so only on time, when its last

@@ -1,4 +1,5 @@
-"""Sniffing what the kernel sends on ``tun0`` (§7.5), and the run's pcap.
+"""Sniffing what the kernel sends on ``tun0`` (docs/packetdrill-language.md §5.9), and the run's
+pcap.
 
 An ``AF_PACKET`` socket gives each outgoing packet with its kernel timestamp, which is what
 timing checks use (not the time we got around to reading it). The tun fd itself must also be

@@ -1,4 +1,5 @@
-"""Symbolic constants (§5.8): Linux ABI values, resolved when the event runs.
+"""Symbolic constants (docs/packetdrill-language.md §6.7): Linux ABI values, resolved when the
+event runs.
 
 Python's ``socket``, ``errno``, ``os``, ``select`` and ``fcntl`` modules already carry most of
 them with the right values for this machine; only what they lack is written out here.

@@ -1,4 +1,5 @@
-"""System-call executor (§5): evaluates arguments, calls libc, checks result, errno and outputs.
+"""System-call executor (docs/packetdrill-language.md §6): evaluates arguments, calls libc, checks
+result, errno and outputs.
 
 Calls go through ``ctypes`` straight to libc rather than Python's socket objects: the script
 asserts on raw results and errno values (``read(4, NULL, 10) = -1 EFAULT``), which Python's
@@ -803,8 +804,8 @@ def cmsg_data_size(want: Expr | None, level: int) -> int | None:
 
 
 def decode_escapes(text: str) -> bytes:
-    """Decode a script string's escapes at use time (§1.4); ``\\\\`` and ``\\"`` give
-    themselves (upstream's form-feed quirk is deliberately fixed)."""
+    """Decode a script string's escapes at use time (docs/packetdrill-language.md §2.4); ``\\\\``
+    and ``\\"`` give themselves (upstream's form-feed quirk is deliberately fixed)."""
     out = bytearray()
     i = 0
     simple = {"n": 10, "r": 13, "t": 9, "v": 11, "f": 12, "\\": 92, '"': 34}

@@ -1,7 +1,8 @@
 """Adapter for a real upstream ``packetdrill`` binary: run it isolated, parse what it prints.
 
-Upstream's output is the interface (§9), so the parser works from its documented formats; the
-structured result is the same :class:`RunResult` the builtin engine produces.
+Upstream's output is the interface (docs/packetdrill-language.md §11), so the parser works from
+its documented formats; the structured result is the same :class:`RunResult` the builtin engine
+produces.
 
 Timing: the binary knows one symmetric ``--tolerance_usecs``; late-only slack cannot be said to
 it, and widening that option would open the early side too (a retransmission that fires far too

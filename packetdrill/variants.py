@@ -4,7 +4,7 @@ Upstream's corpus runner (``run_all.py`` in google/packetdrill) runs every scrip
 IPv4-mapped-IPv6 and IPv6, each with a fixed address set and a few ``-D`` defines that the
 corpus relies on (``TFO_COOKIE``, ``CMSG_LEVEL_IP`` …); a script named ``*v4.pkt`` skips the
 IPv6 variant and ``*v6.pkt`` the IPv4 ones. Our pytest plugin and the conformance harness both
-follow that convention, so it lives here once, restated as data (reference §10.2).
+follow that convention, so it lives here once, restated as data (docs/packetdrill-language.md §12).
 """
 
 from __future__ import annotations

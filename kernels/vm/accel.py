@@ -1,9 +1,9 @@
 """Choosing KVM or TCG by a real probe boot, never by "does /dev/kvm open".
 
 Why: on some hosts /dev/kvm exists and KVM_CREATE_VM succeeds, yet stock kernels cannot run
-(kvm_pvm: QEMU aborts on MSR 0x10a, or the guest dies in KVM's emulator; vm-notes §1). Only a
-guest that boots and runs `true` proves KVM works. The verdict is cached per host kernel and
-QEMU build, so the probe costs one boot per machine, not one per run.
+(kvm_pvm: QEMU aborts on MSR 0x10a, or the guest dies in KVM's emulator; docs/vm-boot.md §1).
+Only a guest that boots and runs `true` proves KVM works. The verdict is cached per host kernel
+and QEMU build, so the probe costs one boot per machine, not one per run.
 """
 
 import json

@@ -1,6 +1,6 @@
 """The minimal initramfs launcher's guest side: busybox, an init script, the early modules.
 
-Why not virtme-ng's init: it starts udev and runs tmpfiles, +3–5 s per TCG boot (vm-notes §5).
+Why not virtme-ng's init: its udev and tmpfiles cost +3–5 s per TCG boot (docs/vm-boot.md §5).
 This init only mounts the host root (virtiofs, read-only) under a tmpfs overlay, mounts the
 per-run output share, runs the command the host wrote there, records its exit status and
 powers off. Modules needed before the host root is reachable (virtiofs, overlay on 5.10/6.1)

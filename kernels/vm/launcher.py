@@ -1,7 +1,7 @@
 """The launcher interface: boot one kernel, run one command in it, bring back what happened.
 
 Why an interface: virtme-ng is the reference launcher and our busybox initramfs the faster one
-on TCG (vm-notes §5); the matrix and the pytest plugin only see `Launcher.run()`, so the
+on TCG (docs/vm-boot.md §5); the matrix and the pytest plugin only see `Launcher.run()`, so the
 launcher can be swapped without touching them.
 """
 

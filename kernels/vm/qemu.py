@@ -3,7 +3,7 @@
 Shares: the host root, read-only (the guest overlays it with tmpfs), and the per-run output
 dir, writable, which carries the command in (`boot.env`, `guest.sh`) and the results out
 (`booted`, `exit-status`, JUnit XML). The console goes to `console.log` in the same dir.
-Why `-M pc`: `microvm` hangs in early boot with several TCG guests at once (vm-notes §2).
+Why `-M pc`: `microvm` hangs in early boot with several TCG guests at once (docs/vm-boot.md §2).
 """
 
 import shlex

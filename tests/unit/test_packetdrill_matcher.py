@@ -1,5 +1,5 @@
-"""Outbound verification order and messages (§4.9), TSO merging (§7.7) and the
-script↔live sequence mapping (§4.8), on hand-built packets."""
+"""Outbound verification order and messages (docs/packetdrill-language.md §5.7), TSO merging
+(§5.8) and the script↔live sequence mapping (§5.6), on hand-built packets."""
 
 from __future__ import annotations
 

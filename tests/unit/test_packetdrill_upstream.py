@@ -1,5 +1,5 @@
 """The upstream-binary adapter, checked against output recorded in the reference
-(docs/packetdrill-language.md, the **[observed]** examples): no binary can be installed here."""
+(the formats of docs/packetdrill-language.md §11): no binary can be installed here."""
 
 from __future__ import annotations
 
