@@ -22,14 +22,17 @@ from .result import RunResult
 from .runtime import Runtime, TimingSeen
 from .sniffer import write_pcap
 from .timeline import write_timeline
+from .tolerance import Tolerance
 
 
 def run_script(path: str, cli_options: CliOptions) -> RunResult:
     """Parse and run ``path``; never raises for script or kernel problems."""
     started = time.monotonic()
     seen = TimingSeen()
+    tolerance = Tolerance()      # until the script and the command line have given theirs
     try:
         script, cfg = load_script(path, cli_options)
+        tolerance = cfg.tolerance
         if cfg.unsupported:
             raise RuntimeFailure(f"{path}: {cfg.unsupported}")
         if not cfg.dry_run:
@@ -39,14 +42,16 @@ def run_script(path: str, cli_options: CliOptions) -> RunResult:
                          getattr(err, "expected", ""), getattr(err, "actual", ""),
                          exit_status=1, duration=time.monotonic() - started,
                          pcap=_pcap_of(cli_options), late_usecs=seen.late_usecs,
-                         timing_error=seen.error, late_error_usecs=seen.error_late_usecs)
+                         timing_error=seen.error, late_error_usecs=seen.error_late_usecs,
+                         tolerance=tolerance)
     except Exception:  # noqa: BLE001 - an engine bug must still end as a clear failed result
         import traceback   # the error path only: keeps it out of every engine start-up
         return RunResult(path, False, f"{path}: internal engine error (please report):\n"
                          f"{traceback.format_exc()}", exit_status=1,
-                         duration=time.monotonic() - started, pcap=_pcap_of(cli_options))
+                         duration=time.monotonic() - started, pcap=_pcap_of(cli_options),
+                         tolerance=tolerance)
     return RunResult(path, True, duration=time.monotonic() - started, pcap=_pcap_of(cli_options),
-                     late_usecs=seen.late_usecs)
+                     late_usecs=seen.late_usecs, tolerance=tolerance)
 
 
 def _pcap_of(cli_options: CliOptions) -> str:

@@ -100,7 +100,7 @@ class BlockingCall:
             raise RuntimeFailure(f"{rt.script.path}:{self.event.line}: timing error: expected "
                                  f"system call return at {secs(timed.blocking_end):.6f} sec but "
                                  f"happened at {secs(actual):.6f} sec; "
-                                 f"{rt.tolerance_words(gap)}", self.event.line)
+                                 f"{rt.cfg.tolerance.words(gap)}", self.event.line)
 
     def blocked_or_done(self) -> bool:
         """True once the thread sleeps inside the kernel (not on the GIL) or has finished."""
@@ -176,13 +176,6 @@ class Runtime:
             seen.error, seen.error_late_usecs = side, late_by
         return side
 
-    def tolerance_words(self, gap: int) -> str:
-        """upstream's ``tolerance T sec``, plus the late slack when the run has one."""
-        tolerance = self.cfg.tolerance
-        slack = tolerance.late_slack_usecs
-        return f"tolerance {secs(tolerance.base(gap)):.6f} sec" + (
-            f" (+{secs(slack):.6f} sec late slack)" if slack else "")
-
     def check_time(self, event: Event, timed: Timed, actual: int, prev: int | None
                    ) -> str | None:
         """Raise (or, for outbound packets, return) the timing error of an event, if any."""
@@ -203,7 +196,7 @@ class Runtime:
                         f"{secs(timed.end):.6f} sec but happened at {secs(actual):.6f} sec")
         else:
             text = (f"timing error: expected {what} at {secs(timed.start):.6f} sec but happened "
-                    f"at {secs(actual):.6f} sec; {self.tolerance_words(gap)}")
+                    f"at {secs(actual):.6f} sec; {self.cfg.tolerance.words(gap)}")
         if event.is_outbound:
             return text
         raise self.fail(event, text)
@@ -455,9 +448,7 @@ class Runtime:
             timeout = 10.0 ** 9
         else:
             gap = max(timed.start - (prev or 0), (timed.end or 0) - (prev or 0))
-            # Upstream's timeout, plus the late slack: a packet the slack would still accept
-            # must not be reported missing first.
-            timeout = int(gap / 1e6 + 2) + secs(self.cfg.tolerance.late_slack_usecs)
+            timeout = self.cfg.tolerance.receive_timeout(gap)
         stamp, actual = self.sniff(event, conn, action, timeout)
         self.began = self.clock.to_script(stamp)
         expected = build(action, self.cfg, conn, inbound=False)
