@@ -13,6 +13,7 @@ import time
 
 from .code import kill_helpers, run_shell
 from .config import Config
+from .device import TunDevice
 from .errors import PacketdrillError, RuntimeFailure
 from .loader import CliOptions, load_script
 from .model import Script
@@ -69,7 +70,8 @@ def _execute(script: Script, cfg: Config, seen: TimingSeen) -> None:
     tun_fd = open_tun(cfg)
     check_remote_is_remote(cfg)
     port_sock, port = reserve_ephemeral_port(cfg)
-    runtime = Runtime(script, cfg, tun_fd, port, seen)
+    device = TunDevice(tun_fd)
+    runtime = Runtime(script, cfg, device, port, seen)
     init_ok = False
     try:
         if script.init_command is not None:
@@ -93,19 +95,18 @@ def _execute(script: Script, cfg: Config, seen: TimingSeen) -> None:
         kill_helpers()
         _teardown(runtime, cfg)
         port_sock.close()
-        os.close(tun_fd)
+        device.close()
 
 
 def _teardown(runtime: Runtime, cfg: Config) -> None:
     """Close the script's fds and write the pcap (every injected and sniffed packet)."""
-    runtime.sniffer.flush()
+    runtime.device.flush()
     for entry in list(runtime.state.fds.values()):
         try:
             os.close(entry.live)
         except OSError:
             pass
-    runtime.sniffer.close()
     if cfg.pcap:
-        write_pcap(cfg.pcap, runtime.injected + runtime.sniffer.log)
+        write_pcap(cfg.pcap, runtime.device.packets())
         write_timeline(cfg.pcap, runtime.script.path, runtime.clock.start, runtime.timeline,
                        cfg)

@@ -7,9 +7,7 @@ failures raise :class:`RuntimeFailure` carrying upstream's complete diagnostic t
 from __future__ import annotations
 
 import ipaddress
-import os
 import platform
-import struct
 import sys
 import threading
 import time
@@ -21,12 +19,12 @@ from .clock import Clock
 from .code import CodeSnapshot, run_code, run_shell, snapshot
 from .config import Config
 from .conn import Conn, build, learn_syn, map_inbound, map_outbound, record_ts
+from .device import Device, Offload
 from .dump import dump
 from .errors import RuntimeFailure
 from .matcher import check_ip_checksums, flow, fragment_problem, merge, verify
 from .model import (CodeEvent, CommandEvent, Event, PacketEvent, Script, SyscallEvent, TcpSpec,
                     UdpSpec)
-from .sniffer import Sniffer
 from .state import State
 from .syscalls import Executor
 from .wire import ACK, SYN, IcmpHeader, Packet, TcpHeader, UdpHeader, decode, encode
@@ -120,16 +118,14 @@ class BlockingCall:
 
 
 class Runtime:
-    """Runs a parsed script against the kernel through ``tun_fd``."""
+    """Runs a parsed script against the kernel through ``device``."""
 
-    def __init__(self, script: Script, cfg: Config, tun_fd: int, ephemeral_port: int,
+    def __init__(self, script: Script, cfg: Config, device: Device, ephemeral_port: int,
                  seen: TimingSeen) -> None:
-        self.script, self.cfg, self.tun_fd, self.seen = script, cfg, tun_fd, seen
+        self.script, self.cfg, self.device, self.seen = script, cfg, device, seen
         self.clock = Clock()
         self.state = State(cfg, self.clock, ephemeral_port)
         self.executor = Executor(self.state)
-        self.sniffer = Sniffer(tun_fd)
-        self.injected: list[tuple[float, bytes]] = []
         self.began: int | None = None     # script usec at which the latest event took effect
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
@@ -369,19 +365,14 @@ class Runtime:
         except RuntimeFailure as err:
             raise self.fail(event, f"error handling packet: {err.text}") from None
         raw = encode(packet)
-        header = bytes(10)
+        offload = None
         if self.cfg.mss and isinstance(packet.l4, TcpHeader):
-            gso_type = 4 if packet.inner_ip.version == 6 else 1
-            header = struct.pack("=BBHHHH", 0, gso_type, 0, self.cfg.mss, 0, 0)
-        # Stamped before the write: the kernel answers inside write(), and a pcap must show
-        # the cause before its effect.
-        now = time.time()
-        self.began = self.clock.to_script(now)
+            offload = Offload(self.cfg.mss, packet.inner_ip.version == 6)
         try:
-            os.write(self.tun_fd, header + raw)
+            now = self.device.inject(raw, offload)    # stamped before the write
         except OSError as err:
             raise self.fail(event, f"error writing packet to tun device: {err.strerror}") from None
-        self.injected.append((now, raw))
+        self.began = self.clock.to_script(now)
         if self.cfg.verbose:
             print(f"inbound injected packet: {secs(self.clock.to_script(now)):9.6f} "
                   f"{dump(packet)}", flush=True)
@@ -426,7 +417,7 @@ class Runtime:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise self.fail(event, "error handling packet: Timed out waiting for packet")
-            got = self.sniffer.receive(min(_POLL * 5, remaining))
+            got = self.device.receive(min(_POLL * 5, remaining))
             if got is None:
                 continue
             stamp, raw = got
