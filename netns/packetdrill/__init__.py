@@ -6,7 +6,7 @@ Runs unmodified packetdrill scripts (the language reference is
 
     lexer → parser (+ loader, config) → model
       → engine: netenv (namespace, tun0) → runtime (clock, conn, wire, matcher, syscalls,
-        code, sniffer) → result
+        code; packets through device: tun0 + sniffer) → result
     cli / backend (builtin or upstream) / pytest_plugin / bench
 
 Entry points: ``python -m netns.packetdrill`` and ``netregress-packetdrill`` (upstream's
