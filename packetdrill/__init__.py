@@ -5,7 +5,7 @@ each in its own fresh network namespace with a ``tun0`` device. Data flows one w
 
     lexer → parser (+ loader, config) → model
       → engine: netenv (namespace, tun0) → runtime (clock, conn, wire, matcher, syscalls,
-        code, sniffer) → result
+        code; packets through device: tun0 + sniffer) → result
     cli / backend (builtin or upstream) / pytest_plugin / bench
 
 Entry points: ``python -m packetdrill`` and ``netregress-packetdrill`` (upstream's

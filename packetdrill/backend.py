@@ -14,8 +14,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .errors import UsageError
-from .loader import CliOptions
+from .config import Config
+from .errors import PacketdrillError, UsageError
+from .loader import CliOptions, load_config
 from .netenv import run_child
 from .result import RunResult
 from .tolerance import Tolerance
@@ -35,16 +36,25 @@ class Backend:
     name: str
     binary: str = ""
 
-    def run(self, path: str, options: CliOptions, tolerance: Tolerance | None = None,
-            timeout: float = DEFAULT_TIMEOUT) -> RunResult:
-        """Run in this process (builtin: the process enters a new namespace).
-
-        ``tolerance`` is the script's parsed tolerance, for the upstream adapter's timing
-        verdict (the builtin engine reads its own from the options)."""
+    def run(self, path: str, options: CliOptions, timeout: float = DEFAULT_TIMEOUT
+            ) -> RunResult:
+        """Run in this process (builtin: the process enters a new namespace). The result's
+        ``tolerance`` is the one the script and ``options`` give, for either backend."""
         if self.name == "builtin":
             from .engine import run_script
             return run_script(path, options)
-        return run_upstream(self.binary, path, options, tolerance or Tolerance(), timeout)
+        return run_upstream(self.binary, path, options, _config_for_binary(path, options),
+                            timeout)
+
+
+def _config_for_binary(path: str, options: CliOptions) -> Config:
+    """The config of a run the upstream binary makes: its option lines and ``options``,
+    parsed once here for the adapter. A script our parser rejects gets the defaults (the
+    binary, which is right until proven otherwise, reports what it makes of the script)."""
+    try:
+        return load_config(path, options)
+    except PacketdrillError:
+        return Config()
 
 
 def choose_backend(choice: str | None) -> Backend:
@@ -61,12 +71,25 @@ def choose_backend(choice: str | None) -> Backend:
 
 
 def run_isolated(backend: Backend, path: str, options: CliOptions,
-                 tolerance: Tolerance | None = None, timeout: float = DEFAULT_TIMEOUT
+                 policy: Tolerance | None = None, timeout: float = DEFAULT_TIMEOUT
                  ) -> RunResult:
-    """Run one script in a child process (and so its own namespace), capturing output."""
-    path = os.path.abspath(path)
+    """Run one script in a child process (and so its own namespace), capturing output.
+
+    ``policy`` is the runner's timing policy: its late slack, and where that came from, joins
+    the base tolerance the script and ``options`` set. The result's ``tolerance`` is the one
+    the run was judged by."""
+    if policy is None:
+        return _run_child(backend, os.path.abspath(path), options, timeout)
+    result = _run_child(backend, os.path.abspath(path), options + policy.slack_options(),
+                        timeout)
+    result.tolerance = result.tolerance.with_slack_of(policy)
+    return result
+
+
+def _run_child(backend: Backend, path: str, options: CliOptions, timeout: float
+               ) -> RunResult:
     if backend.name != "builtin":
-        return backend.run(path, options, tolerance, timeout)
+        return backend.run(path, options, timeout)
     fd, json_path = tempfile.mkstemp(prefix="netregress-pd-", suffix=".json")
     os.close(fd)
     argv = engine_command() + [f"--result_json={json_path}"]

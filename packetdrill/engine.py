@@ -13,6 +13,7 @@ import time
 
 from .code import kill_helpers, run_shell
 from .config import Config
+from .device import TunDevice
 from .errors import PacketdrillError, RuntimeFailure
 from .loader import CliOptions, load_script
 from .model import Script
@@ -22,14 +23,17 @@ from .result import RunResult
 from .runtime import Runtime, TimingSeen
 from .sniffer import write_pcap
 from .timeline import write_timeline
+from .tolerance import Tolerance
 
 
 def run_script(path: str, cli_options: CliOptions) -> RunResult:
     """Parse and run ``path``; never raises for script or kernel problems."""
     started = time.monotonic()
     seen = TimingSeen()
+    tolerance = Tolerance()      # until the script and the command line have given theirs
     try:
         script, cfg = load_script(path, cli_options)
+        tolerance = cfg.tolerance
         if cfg.unsupported:
             raise RuntimeFailure(f"{path}: {cfg.unsupported}")
         if not cfg.dry_run:
@@ -39,14 +43,16 @@ def run_script(path: str, cli_options: CliOptions) -> RunResult:
                          getattr(err, "expected", ""), getattr(err, "actual", ""),
                          exit_status=1, duration=time.monotonic() - started,
                          pcap=_pcap_of(cli_options), late_usecs=seen.late_usecs,
-                         timing_error=seen.error, late_error_usecs=seen.error_late_usecs)
+                         timing_error=seen.error, late_error_usecs=seen.error_late_usecs,
+                         tolerance=tolerance)
     except Exception:  # noqa: BLE001 - an engine bug must still end as a clear failed result
         import traceback   # the error path only: keeps it out of every engine start-up
         return RunResult(path, False, f"{path}: internal engine error (please report):\n"
                          f"{traceback.format_exc()}", exit_status=1,
-                         duration=time.monotonic() - started, pcap=_pcap_of(cli_options))
+                         duration=time.monotonic() - started, pcap=_pcap_of(cli_options),
+                         tolerance=tolerance)
     return RunResult(path, True, duration=time.monotonic() - started, pcap=_pcap_of(cli_options),
-                     late_usecs=seen.late_usecs)
+                     late_usecs=seen.late_usecs, tolerance=tolerance)
 
 
 def _pcap_of(cli_options: CliOptions) -> str:
@@ -64,7 +70,8 @@ def _execute(script: Script, cfg: Config, seen: TimingSeen) -> None:
     tun_fd = open_tun(cfg)
     check_remote_is_remote(cfg)
     port_sock, port = reserve_ephemeral_port(cfg)
-    runtime = Runtime(script, cfg, tun_fd, port, seen)
+    device = TunDevice(tun_fd)
+    runtime = Runtime(script, cfg, device, port, seen)
     init_ok = False
     try:
         if script.init_command is not None:
@@ -88,19 +95,18 @@ def _execute(script: Script, cfg: Config, seen: TimingSeen) -> None:
         kill_helpers()
         _teardown(runtime, cfg)
         port_sock.close()
-        os.close(tun_fd)
+        device.close()
 
 
 def _teardown(runtime: Runtime, cfg: Config) -> None:
     """Close the script's fds and write the pcap (every injected and sniffed packet)."""
-    runtime.sniffer.flush()
+    runtime.device.flush()
     for entry in list(runtime.state.fds.values()):
         try:
             os.close(entry.live)
         except OSError:
             pass
-    runtime.sniffer.close()
     if cfg.pcap:
-        write_pcap(cfg.pcap, runtime.injected + runtime.sniffer.log)
+        write_pcap(cfg.pcap, runtime.device.packets())
         write_timeline(cfg.pcap, runtime.script.path, runtime.clock.start, runtime.timeline,
                        cfg)

@@ -29,9 +29,22 @@ def read_script(path: str) -> str:
     return data.decode("latin-1")
 
 
+def load_config(path: str, cli_options: CliOptions, text: str | None = None) -> Config:
+    """The run's config alone: the script's option lines and the command line, with the
+    events left unparsed (what a runner needs to know about a run it hands to a binary)."""
+    return _configure(path, cli_options, text)[1]
+
+
 def load_script(path: str, cli_options: CliOptions, text: str | None = None
                 ) -> tuple[Script, Config]:
     """Parse ``path`` (or ``text``, attributed to ``path``) into a script and its config."""
+    parser, cfg = _configure(path, cli_options, text)
+    init, events, cleanup = parser.parse_body()
+    return Script(path, events, init, cleanup), cfg
+
+
+def _configure(path: str, cli_options: CliOptions, text: str | None) -> tuple[Parser, Config]:
+    """The config, and a parser positioned after the option lines."""
     if text is None:
         text = read_script(path)
     cfg = Config()
@@ -50,5 +63,4 @@ def load_script(path: str, cli_options: CliOptions, text: str | None = None
         # option lines, which defines never touch.
         parser = Parser(path, tokenize(text, cfg.defines), cfg)
         parser.parse_options()
-    init, events, cleanup = parser.parse_body()
-    return Script(path, events, init, cleanup), cfg
+    return parser, cfg

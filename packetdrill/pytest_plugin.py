@@ -148,23 +148,17 @@ def run_for_test(config: pytest.Config, path: Path, variant: str) -> RunResult:
 
 def run_with_tolerance(config: pytest.Config, path: Path, variant: str
                        ) -> tuple[RunResult, Tolerance]:
-    """:func:`run_for_test`, plus the tolerance the run had: the script's parsed base with the
-    session's slack (the upstream adapter judges its timing errors by it)."""
+    """:func:`run_for_test`, plus the tolerance the run had: the script's base with the
+    session's slack."""
     options = variant_options(variant) + COMMON_OPTIONS
-    policy = config.stash[_POLICY_KEY][0]
-    try:
-        tolerance = load_script(str(path), options + [("dry_run", None)])[1].tolerance
-    except PacketdrillError:
-        tolerance = Tolerance()     # the run itself reports what is wrong with the script
-    tolerance = tolerance.with_slack(policy.late_slack_usecs, policy.slack_from)
-    if tolerance.late_slack_usecs:
-        options.append(("tolerance_late_usecs", str(tolerance.late_slack_usecs)))
     try:
         from netns import artifacts
         options.append(("pcap", str(artifacts.new_path(f"{path.stem}-{variant}", ".pcap"))))
     except ImportError:
         pass
-    return run_isolated(config.stash[_BACKEND_KEY], str(path), options, tolerance), tolerance
+    result = run_isolated(config.stash[_BACKEND_KEY], str(path), options,
+                          config.stash[_POLICY_KEY][0])
+    return result, result.tolerance
 
 
 class PktFile(pytest.File):

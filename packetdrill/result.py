@@ -7,7 +7,9 @@ and the upstream-binary adapter must fill it the same way.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+
+from .tolerance import Tolerance
 
 
 @dataclass
@@ -27,10 +29,15 @@ class RunResult:
     late_usecs: int = 0        # worst lateness beyond the base tolerance of accepted events
     timing_error: str = ""     # "early" / "late" when the run failed on a timing check
     late_error_usecs: int = 0  # how late beyond the base the event failing "late" was
+    # The tolerance the run was judged by (script and command line, plus the runner's slack);
+    # the default when the script never parsed.
+    tolerance: Tolerance = field(default_factory=Tolerance)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
     @classmethod
     def from_json(cls, text: str) -> RunResult:
-        return cls(**json.loads(text))
+        data = json.loads(text)
+        data["tolerance"] = Tolerance(**data["tolerance"])
+        return cls(**data)

@@ -8,9 +8,7 @@ failures raise :class:`RuntimeFailure` carrying upstream's complete diagnostic t
 from __future__ import annotations
 
 import ipaddress
-import os
 import platform
-import struct
 import sys
 import threading
 import time
@@ -22,12 +20,12 @@ from .clock import Clock
 from .code import CodeSnapshot, run_code, run_shell, snapshot
 from .config import Config
 from .conn import Conn, build, learn_syn, map_inbound, map_outbound, record_ts
+from .device import Device, Offload
 from .dump import dump
 from .errors import RuntimeFailure
 from .matcher import check_ip_checksums, flow, fragment_problem, merge, verify
 from .model import (CodeEvent, CommandEvent, Event, PacketEvent, Script, SyscallEvent, TcpSpec,
                     UdpSpec)
-from .sniffer import Sniffer
 from .state import State
 from .syscalls import Executor
 from .wire import ACK, SYN, IcmpHeader, Packet, TcpHeader, UdpHeader, decode, encode
@@ -102,7 +100,7 @@ class BlockingCall:
             raise RuntimeFailure(f"{rt.script.path}:{self.event.line}: timing error: expected "
                                  f"system call return at {secs(timed.blocking_end):.6f} sec but "
                                  f"happened at {secs(actual):.6f} sec; "
-                                 f"{rt.tolerance_words(gap)}", self.event.line)
+                                 f"{rt.cfg.tolerance.words(gap)}", self.event.line)
 
     def blocked_or_done(self) -> bool:
         """True once the thread sleeps inside the kernel (not on the GIL) or has finished."""
@@ -122,16 +120,14 @@ class BlockingCall:
 
 
 class Runtime:
-    """Runs a parsed script against the kernel through ``tun_fd``."""
+    """Runs a parsed script against the kernel through ``device``."""
 
-    def __init__(self, script: Script, cfg: Config, tun_fd: int, ephemeral_port: int,
+    def __init__(self, script: Script, cfg: Config, device: Device, ephemeral_port: int,
                  seen: TimingSeen) -> None:
-        self.script, self.cfg, self.tun_fd, self.seen = script, cfg, tun_fd, seen
+        self.script, self.cfg, self.device, self.seen = script, cfg, device, seen
         self.clock = Clock()
         self.state = State(cfg, self.clock, ephemeral_port)
         self.executor = Executor(self.state)
-        self.sniffer = Sniffer(tun_fd)
-        self.injected: list[tuple[float, bytes]] = []
         self.began: int | None = None     # script usec at which the latest event took effect
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
@@ -178,13 +174,6 @@ class Runtime:
             seen.error, seen.error_late_usecs = side, late_by
         return side
 
-    def tolerance_words(self, gap: int) -> str:
-        """upstream's ``tolerance T sec``, plus the late slack when the run has one."""
-        tolerance = self.cfg.tolerance
-        slack = tolerance.late_slack_usecs
-        return f"tolerance {secs(tolerance.base(gap)):.6f} sec" + (
-            f" (+{secs(slack):.6f} sec late slack)" if slack else "")
-
     def check_time(self, event: Event, timed: Timed, actual: int, prev: int | None
                    ) -> str | None:
         """Raise (or, for outbound packets, return) the timing error of an event, if any."""
@@ -205,7 +194,7 @@ class Runtime:
                         f"{secs(timed.end):.6f} sec but happened at {secs(actual):.6f} sec")
         else:
             text = (f"timing error: expected {what} at {secs(timed.start):.6f} sec but happened "
-                    f"at {secs(actual):.6f} sec; {self.tolerance_words(gap)}")
+                    f"at {secs(actual):.6f} sec; {self.cfg.tolerance.words(gap)}")
         if event.is_outbound:
             return text
         raise self.fail(event, text)
@@ -378,19 +367,14 @@ class Runtime:
         except RuntimeFailure as err:
             raise self.fail(event, f"error handling packet: {err.text}") from None
         raw = encode(packet)
-        header = bytes(10)
+        offload = None
         if self.cfg.mss and isinstance(packet.l4, TcpHeader):
-            gso_type = 4 if packet.inner_ip.version == 6 else 1
-            header = struct.pack("=BBHHHH", 0, gso_type, 0, self.cfg.mss, 0, 0)
-        # Stamped before the write: the kernel answers inside write(), and a pcap must show
-        # the cause before its effect.
-        now = time.time()
-        self.began = self.clock.to_script(now)
+            offload = Offload(self.cfg.mss, packet.inner_ip.version == 6)
         try:
-            os.write(self.tun_fd, header + raw)
+            now = self.device.inject(raw, offload)    # stamped before the write
         except OSError as err:
             raise self.fail(event, f"error writing packet to tun device: {err.strerror}") from None
-        self.injected.append((now, raw))
+        self.began = self.clock.to_script(now)
         if self.cfg.verbose:
             print(f"inbound injected packet: {secs(self.clock.to_script(now)):9.6f} "
                   f"{dump(packet)}", flush=True)
@@ -435,7 +419,7 @@ class Runtime:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise self.fail(event, "error handling packet: Timed out waiting for packet")
-            got = self.sniffer.receive(min(_POLL * 5, remaining))
+            got = self.device.receive(min(_POLL * 5, remaining))
             if got is None:
                 continue
             stamp, raw = got
@@ -457,9 +441,7 @@ class Runtime:
             timeout = 10.0 ** 9
         else:
             gap = max(timed.start - (prev or 0), (timed.end or 0) - (prev or 0))
-            # Upstream's timeout, plus the late slack: a packet the slack would still accept
-            # must not be reported missing first.
-            timeout = int(gap / 1e6 + 2) + secs(self.cfg.tolerance.late_slack_usecs)
+            timeout = self.cfg.tolerance.receive_timeout(gap)
         stamp, actual = self.sniff(event, conn, action, timeout)
         self.began = self.clock.to_script(stamp)
         expected = build(action, self.cfg, conn, inbound=False)

@@ -1,20 +1,17 @@
-"""Sniffing what the kernel sends on ``tun0`` (docs/packetdrill-language.md §5.9), and the run's
-pcap.
+"""Sniffing what the kernel sends on a device (docs/packetdrill-language.md §5.9), and the
+run's pcap.
 
 An ``AF_PACKET`` socket gives each outgoing packet with its kernel timestamp, which is what
-timing checks use (not the time we got around to reading it). The tun fd itself must also be
-drained, or the device queue fills and the kernel starts dropping.
+timing checks use (not the time we got around to reading it). It works on any interface; the
+device that owns it (:mod:`.device`) deals with the rest of its I/O.
 """
 
 from __future__ import annotations
 
-import os
 import select
 import socket
 import struct
 import time
-
-from .netenv import TUN_NAME, VNET_HDR_LEN
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
@@ -24,14 +21,13 @@ _CMSG_SPACE = 64
 
 
 class Sniffer:
-    """Outbound packets of tun0 with kernel timestamps (seconds since the epoch)."""
+    """Outbound packets of ``interface`` with kernel timestamps (seconds since the epoch)."""
 
-    def __init__(self, tun_fd: int) -> None:
-        self.tun_fd = tun_fd
+    def __init__(self, interface: str) -> None:
         self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         self.sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 2 * 1024 * 1024)
         self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        self.sock.bind((TUN_NAME, ETH_P_ALL))
+        self.sock.bind((interface, ETH_P_ALL))
         self.sock.setblocking(False)
         self.poller = select.poll()
         self.poller.register(self.sock, select.POLLIN)
@@ -62,17 +58,8 @@ class Sniffer:
                 if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
                     sec, nsec = struct.unpack("qq", payload[:16])
                     stamp = sec + nsec / 1e9
-            self.drain_tun()
             self.log.append((stamp, data))
             return stamp, data
-
-    def drain_tun(self) -> None:
-        """Read and drop whatever the kernel queued on the tun fd (we keep AF_PACKET copies)."""
-        while True:
-            try:
-                os.read(self.tun_fd, 65536 + VNET_HDR_LEN)
-            except (BlockingIOError, OSError):
-                return
 
     def flush(self) -> None:
         """Log everything still queued, so the pcap also holds unscripted packets."""

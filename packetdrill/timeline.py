@@ -59,14 +59,13 @@ def path_for(pcap: str | Path) -> Path:
 
 
 def _expected(event: Event, timed: _Anchored, prev: int | None, cfg: Config) -> ExpectedEvent:
-    rule = cfg.tolerance
-    base = 0 if prev is None else rule.base(timed.start - prev)
-    slack = 0 if prev is None else rule.late_slack_usecs
     end = timed.start if timed.end is None else timed.end
+    first, last = ((timed.earliest, end) if prev is None else
+                   cfg.tolerance.window(timed.earliest, end, timed.start - prev))
     common = dict(line=event.line, kind=event.describe(), start=timed.start / 1e6,
                   end=None if timed.end is None else timed.end / 1e6,
-                  window_start=(timed.earliest - base) / 1e6,
-                  window_end=(end + base + slack) / 1e6, any_time=event.time.any_time)
+                  window_start=first / 1e6, window_end=last / 1e6,
+                  any_time=event.time.any_time)
     action = event.action
     if isinstance(action, PacketEvent) and isinstance(action.l4, TcpSpec):
         spec = action.l4

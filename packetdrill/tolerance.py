@@ -19,8 +19,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
-from .result import RunResult
+if TYPE_CHECKING:     # the result carries its Tolerance, so it imports this module
+    from .result import RunResult
 
 DEFAULT_USECS = 4000         # upstream's --tolerance_usecs default
 DEFAULT_PERCENT = 12.5       # upstream's --tolerance_percent default
@@ -53,17 +55,46 @@ class Tolerance:
         """The symmetric base tolerance for an event ``gap_usecs`` after the previous one."""
         return max(self.usecs, int(self.percent / 100.0 * gap_usecs))
 
+    def window(self, start: int, end: int, gap_usecs: int) -> tuple[int, int]:
+        """The first and last instants at which an event due in ``start``..``end`` is on time:
+        the base tolerance on the early side, base plus late slack on the late side."""
+        base = self.base(gap_usecs)
+        return start - base, end + base + self.late_slack_usecs
+
     def judge(self, start: int, end: int, actual: int, gap_usecs: int) -> tuple[str, int]:
         """(``early`` | ``late`` | ``""``, lateness beyond the base tolerance) of an event due
         in ``start``..``end`` that happened at ``actual`` (all script usecs)."""
-        base = self.base(gap_usecs)
-        if actual < start - base:
+        first, last = self.window(start, end, gap_usecs)
+        if actual < first:
             return EARLY, 0
-        late_by = max(0, actual - end - base)
-        return (LATE if late_by > self.late_slack_usecs else ""), late_by
+        late_by = max(0, actual - (last - self.late_slack_usecs))
+        return (LATE if actual > last else ""), late_by
+
+    def receive_timeout(self, gap_usecs: int) -> float:
+        """Seconds to wait for an outbound packet due ``gap_usecs`` after the previous event:
+        upstream's (the gap plus 2 s, in whole seconds) plus the late slack, so that a packet
+        the slack would still accept is never reported missing first."""
+        return int(gap_usecs / 1e6 + 2) + self.late_slack_usecs / 1e6
+
+    def words(self, gap_usecs: int) -> str:
+        """Upstream's ``tolerance T sec`` for a timing error, plus the late slack if any."""
+        slack = self.late_slack_usecs
+        return f"tolerance {self.base(gap_usecs) / 1e6:.6f} sec" + (
+            f" (+{slack / 1e6:.6f} sec late slack)" if slack else "")
 
     def with_slack(self, usecs: int, source: str) -> Tolerance:
         return replace(self, late_slack_usecs=usecs, slack_from=source)
+
+    def with_slack_of(self, policy: Tolerance) -> Tolerance:
+        """This base rule with ``policy``'s late slack and its source (a runner's session
+        policy meets a script's own base tolerance)."""
+        return self.with_slack(policy.late_slack_usecs, policy.slack_from)
+
+    def slack_options(self) -> list[tuple[str, str | None]]:
+        """The late slack as our engine's command-line option (the only way it crosses into
+        an engine process; the base travels in the script and its own options)."""
+        slack = self.late_slack_usecs
+        return [("tolerance_late_usecs", str(slack))] if slack else []
 
     def describe(self) -> str:
         slack = (f"late slack +{self.late_slack_usecs / 1000:.1f} ms ({self.slack_from})"

@@ -17,10 +17,11 @@ from __future__ import annotations
 import re
 import time
 
+from .config import Config
 from .loader import CliOptions
 from .netenv import run_child
 from .result import RunResult
-from .tolerance import Tolerance, classify_message
+from .tolerance import classify_message
 
 # Our own extensions never reach the binary (late slack cannot be expressed to it, see above).
 _PRIVATE = {"tolerance_late_usecs", "pcap", "result_json"}
@@ -62,19 +63,22 @@ def parse_output(path: str, status: int, stdout: str, stderr: str) -> RunResult:
     return result
 
 
-def run_upstream(binary: str, path: str, options: CliOptions, tolerance: Tolerance,
+def run_upstream(binary: str, path: str, options: CliOptions, cfg: Config,
                  timeout: float) -> RunResult:
     """Run the binary in a fresh namespace, from the script's folder like upstream's corpus
     runner (scripts name ``../common/defaults.sh``-style paths), and parse its output.
 
-    ``tolerance`` is the script's parsed one (the caller already loaded the script): it tells
-    how late a reported timing error was beyond the base."""
+    ``cfg`` is the script's config as the caller parsed it from the script and ``options``:
+    its tolerance tells how late a reported timing error was beyond the base, and is the
+    tolerance the result reports (the binary itself only ever gets the base)."""
     argv = _NETNS_WRAPPER + upstream_argv(binary, path, options)
     started = time.monotonic()
     child = run_child(argv, path, timeout)
     stderr = child.stderr + (f"\n{path}: timed out after {timeout:.0f} s" if child.timed_out
                              else "")
     result = parse_output(path, child.returncode, child.stdout, stderr)
-    result.timing_error, result.late_error_usecs = classify_message(result.message, tolerance)
+    result.tolerance = cfg.tolerance
+    result.timing_error, result.late_error_usecs = classify_message(result.message,
+                                                                    cfg.tolerance)
     result.duration = time.monotonic() - started
     return result
