@@ -4,8 +4,6 @@ Names are imported lazily (PEP 562): ``import netns.packetdrill`` or ``netns.com
 pay for pyroute2 and scapy, which the packetdrill engine never uses.
 """
 
-from __future__ import annotations
-
 import importlib
 from typing import Any
 

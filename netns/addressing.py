@@ -5,8 +5,6 @@ table, type, metrics such as quickack) because the field reports are written in 
 vocabulary and a reader should be able to map each call to the report's command.
 """
 
-from __future__ import annotations
-
 import ipaddress
 from typing import Any
 

@@ -6,8 +6,6 @@ pcap stops growing and then stops tcpdump by PID. ``cap.packets`` are scapy pack
 ``cap.path`` the pcap, kept as a test artifact.
 """
 
-from __future__ import annotations
-
 import os
 import select
 import time

@@ -6,8 +6,6 @@ stopped by PID. Only tools without a netlink API (tcpdump, nstat, ss, ethtool, p
 iptables, nft, sysctl) go through here; links, addresses and routes use pyroute2.
 """
 
-from __future__ import annotations
-
 import ctypes
 import shlex
 import shutil

@@ -5,8 +5,6 @@ matrix's drill-down (:mod:`kernels.html`) show the same evidence for a failure; 
 :func:`evidence_html` with the test's artifact folder.
 """
 
-from __future__ import annotations
-
 import html
 import os
 import re

@@ -5,8 +5,6 @@ feature as a loadable module answers yes too. Answers are cached for the process
 run asks once per worker.
 """
 
-from __future__ import annotations
-
 import functools
 import os
 import platform

@@ -5,8 +5,6 @@ never in the root namespace. ``Link`` is a small handle: name + namespace, resol
 index on demand so it stays valid across renames done through it.
 """
 
-from __future__ import annotations
-
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any

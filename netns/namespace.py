@@ -6,8 +6,6 @@ Everything a namespace starts or changes (background processes, sysctls) is undo
 test or a Ctrl-C cannot leave anything behind; a SIGKILL is handled by the reaper.
 """
 
-from __future__ import annotations
-
 import atexit
 import os
 import subprocess

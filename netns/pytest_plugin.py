@@ -7,8 +7,6 @@ runs left behind. Every test gets an artifact folder; pcaps and nstat snapshots 
 and the folder is kept (and its path printed) only when the test fails.
 """
 
-from __future__ import annotations
-
 import os
 import platform
 import shutil

@@ -8,8 +8,6 @@ folder; ``pytest --kernel`` runs in the guest's folder for the test, which the r
 names in its ``artifacts`` user property. Without ``--html`` nothing is registered.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from pathlib import Path
 

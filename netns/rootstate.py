@@ -10,8 +10,6 @@ namespace when a test's first ipip/gre link loads the module are reported separa
 are the kernel's doing, not a test's, and netregress never configures them.
 """
 
-from __future__ import annotations
-
 import argparse
 import difflib
 import json

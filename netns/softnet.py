@@ -7,8 +7,6 @@ only push further, never exact counts. ``net.core.netdev_budget`` and
 changes them only inside a throw-away matrix VM guest and always restores them.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from .commands import cmd

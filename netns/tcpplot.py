@@ -12,8 +12,6 @@ scapy reads the pcap, matplotlib (headless Agg backend, imported only when a plo
 writes the SVG.
 """
 
-from __future__ import annotations
-
 import io
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -9,8 +9,6 @@ options, or in timing (the gap since the previous packet differs by more than
 :data:`TIMING_SLACK` and a quarter of itself - a report highlight, never a test oracle).
 """
 
-from __future__ import annotations
-
 import difflib
 from dataclasses import dataclass
 from pathlib import Path

@@ -5,8 +5,6 @@ exchange within seconds instead of a hung test. They run real programs inside th
 namespaces (ping, python sockets): the kernel under test does all the networking.
 """
 
-from __future__ import annotations
-
 import os
 import select
 import subprocess

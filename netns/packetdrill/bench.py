@@ -3,8 +3,6 @@
 Prints figures; it asserts nothing (speed is measured here, never in tests).
 """
 
-from __future__ import annotations
-
 import os
 import re
 import statistics

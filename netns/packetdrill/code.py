@@ -5,8 +5,6 @@ Code blocks do not run during the script: at the event's time we snapshot ``TCP_
 generated Python file runs with every snapshot as plain ``tcpi_*`` variables, like upstream.
 """
 
-from __future__ import annotations
-
 import os
 import signal
 import socket

@@ -6,8 +6,6 @@ packet for a script line lives here too because the same builder makes both the 
 inject and the expected packet an outbound line is verified against.
 """
 
-from __future__ import annotations
-
 import ipaddress
 import struct
 from dataclasses import dataclass, field
@@ -38,7 +36,7 @@ class Conn:
     local_isn_known: bool = False
     live_fd: int | None = None
     accepted: bool = False
-    children: list[Conn] = field(default_factory=list)
+    children: list["Conn"] = field(default_factory=list)
     ts_map: dict[int, int] = field(default_factory=dict)
     ts_first: tuple[int, int] | None = None          # (script val, live val)
     flowlabels: dict[int, int] = field(default_factory=dict)

@@ -4,8 +4,6 @@ Tools grep these lines (``script packet:``/``actual packet:``), so spacing is ex
 the trailing space of a TCP dump without options.
 """
 
-from __future__ import annotations
-
 import ipaddress
 
 from . import protocols as P

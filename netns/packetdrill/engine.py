@@ -5,8 +5,6 @@ init command → events → cleanup → code blocks → pcap``. Parse errors are
 namespace is even created, so a bad script never touches the kernel.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import time

@@ -10,8 +10,6 @@ guess it says so in a ``// TODO`` comment; the result is a starting point to edi
     python -m netns.packetdrill.from_pcap capture.pcap [--local IP] [-o out.pkt]
 """
 
-from __future__ import annotations
-
 import argparse
 import sys
 from dataclasses import dataclass, field

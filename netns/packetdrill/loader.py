@@ -5,8 +5,6 @@ on top, addresses finalized, and only then the events parsed (ICMP names depend 
 version).
 """
 
-from __future__ import annotations
-
 import os
 
 from .config import Config, apply_option, finalize

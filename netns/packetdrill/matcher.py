@@ -4,8 +4,6 @@ Checks run in upstream's order and stop at the first difference, with upstream's
 because that first message is what users and tools key on.
 """
 
-from __future__ import annotations
-
 from ipaddress import ip_address
 
 from . import protocols as P

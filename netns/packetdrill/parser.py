@@ -5,8 +5,6 @@ half-executes. Errors use upstream's exact wording and line rules (§9.1): a syn
 the token the parser was looking at, a semantic error the line of the statement's head.
 """
 
-from __future__ import annotations
-
 import ipaddress
 
 from . import protocols as P

@@ -1,7 +1,5 @@
 """Protocol numbers and names shared by the parser, the encoder and the dumps."""
 
-from __future__ import annotations
-
 IPPROTO_ICMP = 1
 IPPROTO_IPIP = 4
 IPPROTO_TCP = 6

@@ -14,8 +14,6 @@ reported as ``PASSED~`` and listed in the terminal summary, and a run too late t
 xfail saying timing is not checkable on this machine (docs/timing-tolerance.md).
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Iterator
 from dataclasses import asdict

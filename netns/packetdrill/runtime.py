@@ -4,8 +4,6 @@ It assumes the process already sits in a fresh network namespace (see :mod:`.eng
 failures raise :class:`RuntimeFailure` carrying upstream's complete diagnostic text.
 """
 
-from __future__ import annotations
-
 import ipaddress
 import os
 import platform
@@ -69,7 +67,7 @@ class Timed:
 class BlockingCall:
     """A system call running on its own thread while the script moves on (§5.7)."""
 
-    def __init__(self, runtime: Runtime, event: Event, timed: Timed, prev: int | None) -> None:
+    def __init__(self, runtime: "Runtime", event: Event, timed: Timed, prev: int | None) -> None:
         self.runtime, self.event, self.timed, self.prev = runtime, event, timed, prev
         self.error: RuntimeFailure | None = None
         self.done = threading.Event()

@@ -5,8 +5,6 @@ timing checks use (not the time we got around to reading it). The tun fd itself 
 drained, or the device queue fills and the kernel starts dropping.
 """
 
-from __future__ import annotations
-
 import os
 import select
 import socket

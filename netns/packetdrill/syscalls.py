@@ -6,8 +6,6 @@ wrappers would turn into exceptions or refuse outright. ctypes also releases the
 blocking call on the syscall thread never stalls the main thread.
 """
 
-from __future__ import annotations
-
 import ctypes
 import ipaddress
 import mmap

@@ -7,8 +7,6 @@ overlay the two without re-running or re-parsing anything. Written by the engine
 read by :mod:`netns.tcpplot`.
 """
 
-from __future__ import annotations
-
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -58,7 +56,7 @@ def path_for(pcap: str | Path) -> Path:
     return Path(pcap).with_suffix(SUFFIX)
 
 
-def _expected(event: Event, timed: _Anchored, prev: int | None, cfg: Config) -> ExpectedEvent:
+def _expected(event: Event, timed: _Anchored, prev: int | None, cfg: "Config") -> ExpectedEvent:
     rule = cfg.tolerance
     base = 0 if prev is None else rule.base(timed.start - prev)
     slack = 0 if prev is None else rule.late_slack_usecs
@@ -76,7 +74,7 @@ def _expected(event: Event, timed: _Anchored, prev: int | None, cfg: Config) -> 
 
 
 def write_timeline(pcap: str, script: str, epoch: float,
-                   timeline: list[tuple[Event, _Anchored, int | None]], cfg: Config) -> None:
+                   timeline: list[tuple[Event, _Anchored, int | None]], cfg: "Config") -> None:
     events = [asdict(_expected(event, timed, prev, cfg)) for event, timed, prev in timeline]
     path_for(pcap).write_text(json.dumps({"script": script, "epoch": epoch, "events": events}))
 

@@ -14,8 +14,6 @@ needed the slack is shown as such, and lateness beyond :data:`LATE_BOUND_USECS` 
 "timing not checkable on this machine" instead of a pass (docs/timing-tolerance.md).
 """
 
-from __future__ import annotations
-
 import json
 import re
 from dataclasses import asdict, dataclass, replace
@@ -62,7 +60,7 @@ class Tolerance:
         late_by = max(0, actual - end - base)
         return (LATE if late_by > self.late_slack_usecs else ""), late_by
 
-    def with_slack(self, usecs: int, source: str) -> Tolerance:
+    def with_slack(self, usecs: int, source: str) -> "Tolerance":
         return replace(self, late_slack_usecs=usecs, slack_from=source)
 
     def describe(self) -> str:
@@ -117,7 +115,7 @@ class TimingRecord:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> TimingRecord:
+    def from_json(cls, text: str) -> "TimingRecord":
         data = json.loads(text)
         return cls(data["verdict"], data["late_usecs"], Tolerance(**data["tolerance"]),
                    data["bound_usecs"])

@@ -6,8 +6,6 @@ packet, and importing scapy alone costs ~250 ms per script (measured; see
 IPv4/IPv6, GRE, MPLS, TCP, UDP, ICMP.
 """
 
-from __future__ import annotations
-
 import struct
 from dataclasses import dataclass, field, replace
 
@@ -96,7 +94,7 @@ class Packet:
     def inner_ip(self) -> IpHeader:
         return next(h for h in reversed(self.headers) if isinstance(h, IpHeader))
 
-    def copy(self) -> Packet:
+    def copy(self) -> "Packet":
         return Packet([replace(h) for h in self.headers], self.payload)
 
 

@@ -6,8 +6,6 @@ the flannel case); everything else uses documentation or private ranges that exi
 inside the test namespaces.
 """
 
-from __future__ import annotations
-
 from .model import Bridge, Existing, Fdb, Iface, Ipip, Neigh, Route, Topology, Veth, Vxlan
 
 FORWARDING = {"net.ipv4.ip_forward": 1}

@@ -25,8 +25,6 @@ To see it fail on the bug: build Debian's 6.1 with ``kernels/patches`` re-introd
 2019 limit (README, "Reproducing a field bug") and run this test with ``--kernel`` on it.
 """
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 

@@ -7,8 +7,6 @@ it), and the plot shows the expected box well right of the actual segment: a rea
 ``.pkt`` item with a real pcap, no VM needed.
 """
 
-from __future__ import annotations
-
 import html
 import json
 import re

@@ -1,8 +1,6 @@
 """Outbound verification order and messages (§4.9), TSO merging (§7.7) and the
 script↔live sequence mapping (§4.8), on hand-built packets."""
 
-from __future__ import annotations
-
 import pytest
 
 from netns.packetdrill.config import Config

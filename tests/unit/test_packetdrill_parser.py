@@ -1,8 +1,6 @@
 """Lexer and parser of the packetdrill engine: the reference's lexical rules and the exact
 ``file:line: message`` diagnostics, checked without touching the kernel."""
 
-from __future__ import annotations
-
 import pytest
 
 from netns.packetdrill.errors import ConfigError, ScriptError

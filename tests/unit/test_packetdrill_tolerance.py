@@ -1,8 +1,6 @@
 """The timing policy: packetdrill's base rule on both sides, measured slack on the late side
 only, a bound above which timing is not checkable, and how each verdict is reported."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 

@@ -5,8 +5,6 @@ Exit status: 0 every compared run agrees (flakes aside), 1 a reproducible disagr
 130 interrupted.
 """
 
-from __future__ import annotations
-
 import argparse
 import datetime
 import os

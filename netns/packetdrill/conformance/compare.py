@@ -7,8 +7,6 @@ then both engines must also fail *with a message the marker matches*, or the mar
 holds for one of them — a disagreement too, because pytest would pass under one engine only.
 """
 
-from __future__ import annotations
-
 import re
 import statistics
 from dataclasses import dataclass, field

@@ -7,8 +7,6 @@ with our corpus: the same arguments, but a ``--ip_version=`` line in the script 
 variant, and the ``netregress:`` comment markers (expect-fail, skip-if-kernel-has) apply.
 """
 
-from __future__ import annotations
-
 import hashlib
 import shlex
 from dataclasses import dataclass

@@ -7,8 +7,6 @@ process hygiene): the guest runs this very command without ``--kernel``, writes 
 progress into the output share, and the host renders the report from that JSON.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import threading

@@ -5,8 +5,6 @@ It reads only the JSON document, so a run inside a VM guest (``--kernel``) is re
 the host exactly like a local one.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from .environment import describe
