@@ -82,7 +82,7 @@ class InitramfsLauncher:
             "-append", append,
             "-serial", f"file:{out_dir / 'console.log'}",
         ]  # fmt: skip
-        for number, (socket, tag) in enumerate(zip(sockets, (ROOT_TAG, OUT_TAG))):
+        for number, (socket, tag) in enumerate(zip(sockets, (ROOT_TAG, OUT_TAG), strict=True)):
             argv += [
                 "-chardev", f"socket,id=fs{number},path={socket}",
                 "-device", f"vhost-user-fs-pci,chardev=fs{number},tag={tag}",

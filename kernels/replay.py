@@ -8,10 +8,10 @@ becomes a failure whose text is the console excerpt.
 import pytest
 from _pytest.reports import TestReport
 
+from kernels.results import TestResult
 from kernels.runner import KernelRun
 from netns.artifacts import folder_name
 from netns.report_html import ARTIFACTS_PROPERTY
-from kernels.results import TestResult
 
 
 def _phases(result: TestResult | None, run: KernelRun) -> list[tuple[str, str, object, str]]:

@@ -121,7 +121,10 @@ def render(soak: Soak) -> str:
              "VARIED" if key in varied else ("FAILED" if key in failed else "")]
             for key in order]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in [header, *rows]
+    ]
     loads = ", ".join(f"{r.load_before[0]:.1f}→{r.load_after[0]:.1f}" for r in soak.runs)
     lines += ["", f"{len(soak.runs)} run(s), {len(soak.counts)} test(s): "
               f"{len(varied)} varied, {len(failed)} failed at least once; "

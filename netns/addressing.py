@@ -75,7 +75,8 @@ class AddressingMixin:
         return out
 
     def add_neigh(self, ifname: str, dst: str, lladdr: str) -> None:
-        """A permanent neighbour entry (``ip neigh add DST lladdr MAC dev IFNAME nud permanent``)."""
+        """A permanent neighbour entry (``ip neigh add DST lladdr MAC dev IFNAME nud
+        permanent``)."""
         self.ipr.neigh("add", ifindex=self._index(ifname), dst=dst, lladdr=lladdr,
                        state=0x80)
 

@@ -11,8 +11,9 @@ import shlex
 import shutil
 import signal
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Sequence
+from typing import IO
 
 from .errors import CmdError, MissingTool
 

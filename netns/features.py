@@ -8,7 +8,7 @@ run asks once per worker.
 import functools
 import os
 import platform
-from typing import Callable
+from collections.abc import Callable
 
 from .errors import CmdError, NetregressError
 from .namespace import Namespace

@@ -9,7 +9,8 @@ test or a Ctrl-C cannot leave anything behind; a SIGKILL is handled by the reape
 import atexit
 import os
 import subprocess
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO
 
 from pyroute2 import IPRoute
 from pyroute2 import netns as pyroute2_netns

@@ -78,7 +78,7 @@ def _segment(packet: object, time: float) -> Segment:
     sacks: list[tuple[int, int]] = []
     for name, value in tcp.options:
         if name == "SAck" and isinstance(value, tuple):
-            sacks += list(zip(value[::2], value[1::2]))
+            sacks += list(zip(value[::2], value[1::2], strict=False))
     return Segment(time, int(tcp.seq), length, flags, int(tcp.ack), sacks)
 
 
@@ -146,7 +146,7 @@ def _overlay(ax: object, conn: Connection, timeline: Timeline, failed_line: int 
             (left, low), max(right - left, 1e-4), high - low,
             facecolor="#ffb000" if failed else "#7fbf7f", alpha=0.35,
             edgecolor="#d00000" if failed else "#2f7f2f", linewidth=2 if failed else 0.8,
-            label="expected (line %d)" % event.line if failed else None))
+            label=f"expected (line {event.line})" if failed else None))
         ax.annotate(f"L{event.line}", (left, high), fontsize=6,  # type: ignore[attr-defined]
                     color="#d00000" if failed else "#2f7f2f")
 
@@ -185,10 +185,10 @@ def plot_connection(conn: Connection, origin: float, title: str,
         ax.add_collection(LineCollection(again, colors="#d00000", linewidths=2.2,
                                          label="retransmission"))
     if marks:
-        ax.plot(*zip(*marks), "o", ms=3, color="#1f4fbf", label="SYN/FIN/empty")
+        ax.plot(*zip(*marks, strict=True), "o", ms=3, color="#1f4fbf", label="SYN/FIN/empty")
     acks = [(s.time - origin, offset(s.ack)) for s in conn.sent.get(receiver, []) if "A" in s.flags]
     if acks:
-        ax.step(*zip(*acks), where="post", color="#7f7f7f", linewidth=1, label="ACK")
+        ax.step(*zip(*acks, strict=True), where="post", color="#7f7f7f", linewidth=1, label="ACK")
     sacks = [[(s.time - origin, offset(left)), (s.time - origin, offset(right))]
              for s in conn.sent.get(receiver, []) for left, right in s.sacks]
     if sacks:

@@ -10,9 +10,9 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from collections.abc import Callable
 
 from .errors import NetregressError
 
@@ -69,7 +69,7 @@ class TcpEchoServer:
 
     def __init__(self, ns: "Namespace", addr: str, port: int) -> None:
         self.ns, self.addr, self.port = ns, addr, port
-        self._proc: "Process | None" = None
+        self._proc: Process | None = None
 
     def __enter__(self) -> "TcpEchoServer":
         self._proc = self.ns.spawn([sys.executable, "-c", _ECHO_SERVER, self.addr,

@@ -52,7 +52,11 @@ def run_tests(built: BuiltKernel, pytest_args: list[str], accel: str, status: St
 
 def failures(run: KernelRun) -> list[str]:
     """`nodeid: message` for each failed or crashed test, the run's problem if it had one."""
-    lines = [f"{r.nodeid}: {r.outcome}: {r.message}" for r in run.results if r.outcome in ("fail", "crash")]
+    lines = [
+        f"{r.nodeid}: {r.outcome}: {r.message}"
+        for r in run.results
+        if r.outcome in ("fail", "crash")
+    ]
     if run.problem is not None:
         lines.append(f"kernel problem: {run.problem.reason}")
     return lines

@@ -14,9 +14,24 @@ from . import protocols as P
 from .config import Config
 from .errors import RuntimeFailure
 from .model import ECT01, IcmpSpec, PacketEvent, TcpOption, TcpSpec, UdpSpec
-from .wire import (ACK, AE, CWR, ECE, FLAG_BITS, SYN, GreHeader, Header, IcmpHeader, IpHeader,
-                   MplsHeader, Packet, TcpHeader, UdpHeader, checksum,
-                   link_protocols)
+from .wire import (
+    ACK,
+    AE,
+    CWR,
+    ECE,
+    FLAG_BITS,
+    SYN,
+    GreHeader,
+    Header,
+    IcmpHeader,
+    IpHeader,
+    MplsHeader,
+    Packet,
+    TcpHeader,
+    UdpHeader,
+    checksum,
+    link_protocols,
+)
 
 U32 = 0xFFFFFFFF
 

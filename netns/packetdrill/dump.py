@@ -8,8 +8,24 @@ import ipaddress
 
 from . import protocols as P
 from .model import TcpOption
-from .wire import (ACK, AE, CWR, ECE, FIN, PSH, RST, SYN, URG, GreHeader, IcmpHeader, IpHeader,
-                   MplsHeader, Packet, TcpHeader, UdpHeader)
+from .wire import (
+    ACK,
+    AE,
+    CWR,
+    ECE,
+    FIN,
+    PSH,
+    RST,
+    SYN,
+    URG,
+    GreHeader,
+    IcmpHeader,
+    IpHeader,
+    MplsHeader,
+    Packet,
+    TcpHeader,
+    UdpHeader,
+)
 
 
 def format_option(option: TcpOption) -> str:
@@ -34,7 +50,7 @@ def format_option(option: TcpOption) -> str:
         name = "FO" if kind == P.TCPOPT_FO else "FOEXP"
         return f"{name} {option.data.hex()}" if option.data else name
     if kind in (P.TCPOPT_ACCECN0, P.TCPOPT_ACCECN1):
-        return "ECN " + " ".join(f"{n} {v}" for n, v in zip(option.ecn_names, values))
+        return "ECN " + " ".join(f"{n} {v}" for n, v in zip(option.ecn_names, values, strict=False))
     return f"kind {kind}"
 
 
@@ -82,7 +98,9 @@ def dump(packet: Packet, show_win: bool = True, ace_mode: bool = False,
         return text + ("icmpv6" if headers[inner_ip].version == 6 else "icmpv4")  # type: ignore
     assert isinstance(l4, TcpHeader)
     length = len(packet.payload)
-    text += f"{format_flags(l4.flags, ace_mode)} {l4.seq}:{(l4.seq + length) & 0xFFFFFFFF}({length}) "
+    text += (
+        f"{format_flags(l4.flags, ace_mode)} {l4.seq}:{(l4.seq + length) & 0xFFFFFFFF}({length}) "
+    )
     if l4.flags & ACK:
         text += f"ack {l4.ack} "
     if show_win:

@@ -22,8 +22,16 @@ from .conn import Conn, build, learn_syn, map_inbound, map_outbound, record_ts
 from .dump import dump
 from .errors import RuntimeFailure
 from .matcher import check_ip_checksums, flow, fragment_problem, merge, verify
-from .model import (CodeEvent, CommandEvent, Event, PacketEvent, Script, SyscallEvent, TcpSpec,
-                    UdpSpec)
+from .model import (
+    CodeEvent,
+    CommandEvent,
+    Event,
+    PacketEvent,
+    Script,
+    SyscallEvent,
+    TcpSpec,
+    UdpSpec,
+)
 from .sniffer import Sniffer
 from .state import State
 from .syscalls import Executor

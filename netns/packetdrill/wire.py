@@ -8,6 +8,7 @@ IPv4/IPv6, GRE, MPLS, TCP, UDP, ICMP.
 
 import struct
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 from . import protocols as P
 from .errors import RuntimeFailure
@@ -263,7 +264,7 @@ def _l4_name(proto: int) -> str:
 # --- encoding ------------------------------------------------------------------------------
 def link_protocols(packet: Packet) -> None:
     """Set every IP header's protocol / next-header field from the header that follows it."""
-    for outer, inner in zip(packet.headers, packet.headers[1:]):
+    for outer, inner in pairwise(packet.headers):
         if isinstance(outer, IpHeader):
             outer.proto = _proto_of(inner, outer.version)
         elif isinstance(outer, GreHeader) and not outer.proto:

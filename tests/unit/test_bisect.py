@@ -78,9 +78,13 @@ def test_cli_bad_tree_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFix
 
 @pytest.mark.skipif(
     not os.environ.get("NETREGRESS_BISECT_DEMO"),
-    reason="builds kernels and boots VMs for ~an hour: set NETREGRESS_BISECT_DEMO=1 (tox -e bisect-demo)",
+    reason="builds kernels and boots VMs for ~an hour: set NETREGRESS_BISECT_DEMO=1"
+    " (tox -e bisect-demo)",
 )
 def test_bisect_demo_lands_on_the_culprit() -> None:
     assert demo.main([]) == 0
     tree = demo.demo_tree()
-    assert subprocess.run(["git", "-C", str(tree), "bisect", "log"], capture_output=True).returncode != 0
+    assert (
+        subprocess.run(["git", "-C", str(tree), "bisect", "log"], capture_output=True).returncode
+        != 0
+    )

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from kernels.catalog import (
-    DebianKernel, PathKernel, RunningKernel, SourceKernel, load_catalog, lookup, parse_catalog,
+    DebianKernel,
+    PathKernel,
+    RunningKernel,
+    SourceKernel,
+    load_catalog,
+    lookup,
+    parse_catalog,
     select,
 )  # fmt: skip
 from kernels.errors import KernelsError

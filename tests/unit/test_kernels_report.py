@@ -10,8 +10,15 @@ from kernels import progress_log
 from kernels.console import Crash
 from kernels.junit import read_junit
 from kernels.kernel import BootableKernel
-from kernels.report import (CONSOLE_ROW, TIMING_PROPERTY, build, render_markdown, render_text,
-                            to_json, write_outputs)
+from kernels.report import (
+    CONSOLE_ROW,
+    TIMING_PROPERTY,
+    build,
+    render_markdown,
+    render_text,
+    to_json,
+    write_outputs,
+)
 from kernels.results import TestResult
 from kernels.runner import KernelRun
 from netns.packetdrill.tolerance import TimingRecord, Tolerance

@@ -8,9 +8,15 @@ import pytest
 
 from netns.packetdrill.calibrate import MAX_SLACK_USECS, slack_from
 from netns.packetdrill.result import RunResult
-from netns.packetdrill.tolerance import (LATE_BOUND_USECS, TIMING_PROPERTY, TimingRecord,
-                                         Tolerance, classify_message, judge_run,
-                                         slack_for_scale)
+from netns.packetdrill.tolerance import (
+    LATE_BOUND_USECS,
+    TIMING_PROPERTY,
+    TimingRecord,
+    Tolerance,
+    classify_message,
+    judge_run,
+    slack_for_scale,
+)
 
 pytest_plugins = ["pytester"]
 SLACK = Tolerance().with_slack(20_000, "calibrated")

@@ -176,7 +176,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> tuple[dict[str, Any], int]
     per_variant = {variant: summarize([j for j in jobs if j.variant == variant], runs, reruns)
                    for variant in dict.fromkeys(job.variant for job in jobs)}
     meta = {
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": "scripts/conformance " + shlex.join(argv),
         "record_command": (recorded.get("record_command") if args.against
                            else _record_command(args)),

@@ -14,8 +14,15 @@ from pathlib import Path
 
 from ..errors import PacketdrillError
 from ..loader import CliOptions, read_script
-from ..variants import (COMMON_OPTIONS, EXPECT_FAIL, SKIP_IF_HAS, VARIANTS, args_to_options,
-                        upstream_variants, variants_for)
+from ..variants import (
+    COMMON_OPTIONS,
+    EXPECT_FAIL,
+    SKIP_IF_HAS,
+    VARIANTS,
+    args_to_options,
+    upstream_variants,
+    variants_for,
+)
 
 CONVENTIONS = ("upstream", "ours")
 # --ip-version choices → variants kept (of those the convention chooses for a script).
