@@ -39,7 +39,8 @@ def mirror() -> str:
         text = HOST_SOURCES.read_text()
     except OSError:
         text = ""
-    uris = [uri for uri in re.findall(r"^URIs:\s*(\S+)", text, re.M) if "security" not in uri]
+    found: list[str] = re.findall(r"^URIs:\s*(\S+)", text, re.M)
+    uris = [uri for uri in found if "security" not in uri]
     if not uris:
         raise KernelsError(f"no Debian archive found in {HOST_SOURCES}: Debian kernels are "
                            f"fetched through the mirror this machine's apt already uses")

@@ -6,7 +6,10 @@ vocabulary and a reader should be able to map each call to the report's command.
 """
 
 import ipaddress
+from collections.abc import Callable
 from typing import Any
+
+from .links import Link
 
 _RTNH_F_ONLINK = 4
 _AF_BRIDGE = 7
@@ -16,9 +19,10 @@ class AddressingMixin:
     """Needs ``self.ipr`` (pyroute2 IPRoute bound to the namespace) and ``self.link()``."""
 
     ipr: Any
+    link: Callable[[str], Link]
 
     def _index(self, ifname: str) -> int:
-        return self.link(ifname).index  # type: ignore[attr-defined]
+        return self.link(ifname).index
 
     def add_address(self, ifname: str, cidr: str) -> None:
         """``ip addr add CIDR dev IFNAME`` (IPv6 without DAD, so it is usable at once)."""

@@ -46,7 +46,8 @@ def snapshot() -> dict[str, str]:
 
 
 def _without_fallbacks(text: str) -> tuple[str, list[str]]:
-    kept, dropped = [], []
+    kept: list[str] = []
+    dropped: list[str] = []
     for line in text.splitlines():
         name = line.split(": ")[1].split("@")[0] if ": " in line else ""
         (dropped if name in FALLBACK_DEVICES else kept).append(line)

@@ -48,7 +48,8 @@ def bench_timing(folder: Path) -> None:
     if done.returncode != 0:
         print(f"timing run failed:\n{done.stderr}")
         return
-    injected, sniffed = [], []
+    injected: list[float] = []
+    sniffed: list[float] = []
     for line in done.stdout.splitlines():
         match = _LINE.match(line)
         if match:

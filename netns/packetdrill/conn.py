@@ -77,7 +77,7 @@ def _tos_of(event: PacketEvent) -> int:
     info = event.ip_info
     if info.tos is not None:
         return info.tos
-    return info.ecn if info.ecn not in (None, ECT01) else 0  # type: ignore[return-value]
+    return info.ecn if info.ecn not in (None, ECT01) else 0
 
 
 def build(event: PacketEvent, cfg: Config, conn: Conn | None, inbound: bool) -> Packet:

@@ -89,13 +89,13 @@ def dump(packet: Packet, show_win: bool = True, ace_mode: bool = False,
     ``win`` or the options (``<...>``) unspecified."""
     headers = packet.headers
     inner_ip = max(i for i, h in enumerate(headers) if isinstance(h, IpHeader))
-    text = "".join(_prefix(h) for h in headers[:inner_ip]  # type: ignore[arg-type]
+    text = "".join(_prefix(h) for h in headers[:inner_ip]
                    if not isinstance(h, (TcpHeader, UdpHeader, IcmpHeader)))
     l4 = packet.l4
     if isinstance(l4, UdpHeader):
         return text + f"udp ({len(packet.payload)})"
     if isinstance(l4, IcmpHeader):
-        return text + ("icmpv6" if headers[inner_ip].version == 6 else "icmpv4")  # type: ignore
+        return text + ("icmpv6" if packet.inner_ip.version == 6 else "icmpv4")
     assert isinstance(l4, TcpHeader)
     length = len(packet.payload)
     text += (

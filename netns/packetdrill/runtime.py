@@ -301,9 +301,11 @@ class Runtime:
             raise self.fail(event, f"runtime error in {action.name} call: {err.text}") from None
 
     def start_blocking(self, event: Event, timed: Timed, prev: int | None) -> None:
+        action = event.action
+        assert isinstance(action, SyscallEvent)
         if self.blocking is not None and not self.wait_for_blocking(1.0):
             raise self.fail(event, "runtime error in "
-                            f"{event.action.name} call: blocking system call while another "  # type: ignore[union-attr]
+                            f"{action.name} call: blocking system call while another "
                             "blocking system call is already in progress")
         self.began = max(self.clock.now(), timed.start)
         call = BlockingCall(self, event, timed, prev)

@@ -272,7 +272,7 @@ class Executor:
     # --- sockets --------------------------------------------------------------------------
     def sys_socket(self, args: list[Expr]) -> tuple[int, int, Post]:
         if args[0].kind == "ellipsis":
-            domain = socket.AF_INET6 if self.cfg.socket_v6 else socket.AF_INET
+            domain: int = socket.AF_INET6 if self.cfg.socket_v6 else socket.AF_INET
         else:
             domain = self.int32(args[0])
         kind, proto = self.int32(args[1]), self.int32(args[2])
@@ -335,7 +335,7 @@ class Executor:
         addr, addrlen = self.buffer(128), ctypes.c_uint(128)
         if libc.getsockname(fd, addr, ctypes.byref(addrlen)) != 0:
             return 0
-        return struct.unpack("!H", addr.raw[2:4])[0]
+        return int.from_bytes(addr.raw[2:4], "big")
 
     def _start_connect(self, entry: FdEntry) -> None:
         """connect(), or sendto()/sendmsg() with an address (TFO, UDP): as upstream, only a
@@ -430,7 +430,7 @@ class Executor:
                 and entry.conn.proto in (P.IPPROTO_ICMP, P.IPPROTO_ICMPV6)):
             # A ping socket only sends echo requests: like upstream, the script's zeroed
             # buffer becomes one (the kernel fills in id and checksum).
-            buf[0] = 128 if self.cfg.wire_v6 else 8
+            buf[0] = bytes([128 if self.cfg.wire_v6 else 8])
         ret, err = self.call(libc.sendto, entry.live, buf, count,
                              self.int32(args[3]), addr, len(addr) if addr else 0)
         self._after_connect(entry)
