@@ -10,7 +10,8 @@ from .model import Bridge, Existing, Fdb, Iface, Ipip, LinkSpec, Neigh, Route, T
 
 FORWARDING: dict[str, str | int] = {"net.ipv4.ip_forward": 1}
 # New namespaces' rp_filter defaults differ between kernels and distros: pin it.
-NO_RP_FILTER = {"net.ipv4.conf.all.rp_filter": 0, "net.ipv4.conf.default.rp_filter": 0}
+NO_RP_FILTER: dict[str, str | int] = {"net.ipv4.conf.all.rp_filter": 0,
+                                      "net.ipv4.conf.default.rp_filter": 0}
 
 
 def pair(mtu: int | None = None) -> Topology:

@@ -13,14 +13,14 @@ from kernels.build import bisect, demo
 from kernels.build.source import git_tree
 from kernels.console import Crash
 from kernels.errors import KernelsError
-from kernels.results import TestResult
+from kernels.results import Outcome, TestResult
 from kernels.runner import KernelRun
 from tests.unit.test_kernel_build import fake_tree
 
 
-def run_with(*outcomes: str, problem: str | None = None) -> KernelRun:
+def run_with(*outcomes: Outcome, problem: str | None = None) -> KernelRun:
     run = KernelRun(name="k", out_dir=Path("/nonexistent"))
-    run.results = [TestResult(f"t.py::t{i}", outcome) for i, outcome in enumerate(outcomes)]  # type: ignore[arg-type]
+    run.results = [TestResult(f"t.py::t{i}", outcome) for i, outcome in enumerate(outcomes)]
     run.problem = Crash(problem, "") if problem else None
     return run
 

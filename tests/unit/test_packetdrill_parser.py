@@ -144,7 +144,7 @@ def test_errors_have_upstreams_text_and_line(text: str, message: str) -> None:
 
 def test_icmp_names_follow_the_ip_version() -> None:
     script, _ = parse("0 < icmp packet_too_big mtu 1280\n", ("ip_version", "ipv6"))
-    assert script.events[0].action.l4.mtu == 1280  # type: ignore[union-attr]
+    assert script.events[0].action.l4.mtu == 1280
 
 
 def test_bad_address_for_the_family() -> None:
