@@ -5,8 +5,6 @@ matrix's drill-down (:mod:`kernels.report.html`) show the same evidence for a fa
 :func:`evidence_html` with the test's artifact folder.
 """
 
-from __future__ import annotations
-
 import html
 import os
 import re
@@ -14,6 +12,7 @@ from pathlib import Path
 
 from packetdrill.timeline import SUFFIX as TIMELINE_SUFFIX
 from packetdrill.timeline import read_timeline
+
 from .tcpplot import plot_pcap
 
 MAX_PLOTTED_PCAPS = 4

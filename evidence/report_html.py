@@ -8,9 +8,7 @@ folder; ``pytest --kernel`` runs in the guest's folder for the test, which the r
 names in its ``artifacts`` user property. Without ``--html`` nothing is registered.
 """
 
-from __future__ import annotations
-
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -32,11 +30,13 @@ class EvidenceExtras:
         if fragment:
             from pytest_html import extras
 
-            report.extras = [*getattr(report, "extras", []), extras.html(fragment)]
+            # pytest-html reads `report.extras`, an attribute TestReport keeps in its __dict__
+            # like the **extra it is built with.
+            report.__dict__["extras"] = [*getattr(report, "extras", []), extras.html(fragment)]
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
-                                  ) -> Iterator[None]:
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report: pytest.TestReport = yield
         if report.failed:
             self.attach(report, artifact_dir(item))

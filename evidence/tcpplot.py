@@ -12,17 +12,20 @@ scapy reads the pcap, matplotlib (headless Agg backend, imported only when a plo
 writes the SVG.
 """
 
-from __future__ import annotations
-
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
+from scapy.packet import Packet
 from scapy.utils import PcapReader
 
 from packetdrill.timeline import ExpectedEvent, Timeline, read_timeline
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 MAX_PACKETS = 20000     # a bulk-transfer capture is summarised by its first packets
 MAX_CONNECTIONS = 3     # the plots a report shows per pcap
@@ -64,23 +67,23 @@ class Connection:
         return syn if syn is not None else (segments[0].seq if segments else 0)
 
 
-def _endpoints(packet: object) -> tuple[Endpoint, Endpoint] | None:
-    ip = packet.getlayer(IP) or packet.getlayer(IPv6)  # type: ignore[attr-defined]
-    tcp = packet.getlayer(TCP)  # type: ignore[attr-defined]
+def _endpoints(packet: Packet) -> tuple[Endpoint, Endpoint] | None:
+    ip = packet.getlayer(IP) or packet.getlayer(IPv6)
+    tcp = packet.getlayer(TCP)
     if ip is None or tcp is None:
         return None
     return (str(ip.src), int(tcp.sport)), (str(ip.dst), int(tcp.dport))
 
 
-def _segment(packet: object, time: float) -> Segment:
-    tcp = packet.getlayer(TCP)  # type: ignore[attr-defined]
+def _segment(packet: Packet, time: float) -> Segment:
+    tcp = packet[TCP]
     flags = str(tcp.flags)
     payload = len(bytes(tcp.payload))
     length = payload + ("S" in flags) + ("F" in flags)
     sacks: list[tuple[int, int]] = []
     for name, value in tcp.options:
         if name == "SAck" and isinstance(value, tuple):
-            sacks += list(zip(value[::2], value[1::2]))
+            sacks += list(zip(value[::2], value[1::2], strict=False))
     return Segment(time, int(tcp.seq), length, flags, int(tcp.ack), sacks)
 
 
@@ -116,7 +119,7 @@ def _way(event: ExpectedEvent) -> str:
     return ">" if event.kind.startswith("outbound") else "<"
 
 
-def _overlay(ax: object, conn: Connection, timeline: Timeline, failed_line: int | None,
+def _overlay(ax: "Axes", conn: Connection, timeline: Timeline, failed_line: int | None,
              span: float) -> None:
     """Boxes for the script's TCP packets: x = timing window, y = sequence range or ack."""
     from matplotlib.patches import Rectangle
@@ -135,7 +138,7 @@ def _overlay(ax: object, conn: Connection, timeline: Timeline, failed_line: int 
         way = _way(event)
         if way == sender_way:
             assert event.seq is not None and event.seq_end is not None
-            low = event.seq - bases[way]
+            low: float = event.seq - bases[way]
             high = max(event.seq_end - bases[way], low + height)
         elif event.ack is not None:
             low = event.ack - bases.get(sender_way, 0) - height / 2
@@ -144,12 +147,12 @@ def _overlay(ax: object, conn: Connection, timeline: Timeline, failed_line: int 
             continue
         left, right = event.window_start, event.window_end
         failed = event.line == failed_line
-        ax.add_patch(Rectangle(  # type: ignore[attr-defined]
+        ax.add_patch(Rectangle(
             (left, low), max(right - left, 1e-4), high - low,
             facecolor="#ffb000" if failed else "#7fbf7f", alpha=0.35,
             edgecolor="#d00000" if failed else "#2f7f2f", linewidth=2 if failed else 0.8,
-            label="expected (line %d)" % event.line if failed else None))
-        ax.annotate(f"L{event.line}", (left, high), fontsize=6,  # type: ignore[attr-defined]
+            label=f"expected (line {event.line})" if failed else None))
+        ax.annotate(f"L{event.line}", (left, high), fontsize=6,
                     color="#d00000" if failed else "#2f7f2f")
 
 
@@ -173,7 +176,9 @@ def plot_connection(conn: Connection, origin: float, title: str,
     fig = Figure(figsize=(8, 4.2), dpi=100)
     ax = fig.add_subplot()
     highest = 0
-    fresh, again, marks = [], [], []
+    fresh: list[list[tuple[float, int]]] = []
+    again: list[list[tuple[float, int]]] = []
+    marks: list[tuple[float, int]] = []
     for seg in conn.sent.get(sender, []):
         x, low = seg.time - origin, offset(seg.seq)
         if seg.length == 0:
@@ -187,18 +192,18 @@ def plot_connection(conn: Connection, origin: float, title: str,
         ax.add_collection(LineCollection(again, colors="#d00000", linewidths=2.2,
                                          label="retransmission"))
     if marks:
-        ax.plot(*zip(*marks), "o", ms=3, color="#1f4fbf", label="SYN/FIN/empty")
+        ax.plot(*zip(*marks, strict=True), "o", ms=3, color="#1f4fbf", label="SYN/FIN/empty")
     acks = [(s.time - origin, offset(s.ack)) for s in conn.sent.get(receiver, []) if "A" in s.flags]
     if acks:
-        ax.step(*zip(*acks), where="post", color="#7f7f7f", linewidth=1, label="ACK")
+        ax.step(*zip(*acks, strict=True), where="post", color="#7f7f7f", linewidth=1, label="ACK")
     sacks = [[(s.time - origin, offset(left)), (s.time - origin, offset(right))]
              for s in conn.sent.get(receiver, []) for left, right in s.sacks]
     if sacks:
         ax.add_collection(LineCollection(sacks, colors="#2fa02f", linewidths=3, label="SACK"))
     ax.autoscale_view()
     if timeline is not None:
-        low, high = ax.get_ylim()
-        _overlay(ax, conn, timeline, failed_line, high - low)
+        bottom, top = ax.get_ylim()
+        _overlay(ax, conn, timeline, failed_line, top - bottom)
         ax.autoscale_view()
     ax.set_xlabel("time (s)" + (" since script time 0" if timeline else ""))
     ax.set_ylabel(f"sequence offset ({sender[0]}:{sender[1]})")

@@ -9,8 +9,6 @@ options, or in timing (the gap since the previous packet differs by more than
 :data:`TIMING_SLACK` and a quarter of itself - a report highlight, never a test oracle).
 """
 
-from __future__ import annotations
-
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,7 +100,7 @@ def align(left: list[Row], right: list[Row]) -> list[Pair]:
     matcher = difflib.SequenceMatcher(None, [r.key() for r in left], [r.key() for r in right],
                                       autojunk=False)
     pairs: list[Pair] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for _tag, i1, i2, j1, j2 in matcher.get_opcodes():
         for offset in range(max(i2 - i1, j2 - j1)):
             a = left[i1 + offset] if i1 + offset < i2 else None
             b = right[j1 + offset] if j1 + offset < j2 else None

@@ -19,20 +19,20 @@ from pathlib import Path
 import pytest
 from _pytest.reports import TestReport
 
-from kernels.matrix import progress_log
 from kernels import tools
 from kernels.acquire.catalog import KernelSpec, load_catalog, lookup
-from kernels.errors import KernelsError
-from kernels.matrix.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
 from kernels.acquire.fetch import fetch
-from kernels.report.junit import NODEID_PROPERTY
 from kernels.acquire.kernel import BootableKernel, version_tuple
-from kernels.report.ktap import KtapWriter
-from kernels.paths import cache_dir
-from kernels.vm.procs import Children, reap_leftovers
-from kernels.vm.qemu import InitramfsLauncher
+from kernels.errors import KernelsError
+from kernels.matrix import progress_log
+from kernels.matrix.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
 from kernels.matrix.replay import replay
 from kernels.matrix.runner import RunOptions, run_kernel
+from kernels.paths import cache_dir
+from kernels.report.junit import NODEID_PROPERTY
+from kernels.report.ktap import KtapWriter
+from kernels.vm.procs import Children, reap_leftovers
+from kernels.vm.qemu import InitramfsLauncher
 
 
 @dataclass

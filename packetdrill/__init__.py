@@ -1,7 +1,8 @@
 """A clean-room, packetdrill-compatible engine, and an adapter for an upstream binary.
 
-Runs unmodified packetdrill scripts (the language as we implement it: ``docs/packetdrill-language.md``),
-each in its own fresh network namespace with a ``tun0`` device. Data flows one way, one module per step:
+Runs unmodified packetdrill scripts (the language as we implement it:
+``docs/packetdrill-language.md``), each in its own fresh network namespace with a ``tun0``
+device. Data flows one way, one module per step:
 
     lexer → parser (+ loader, config) → model
       → engine: netenv (namespace, tun0) → runtime (clock, conn, wire, matcher, syscalls,

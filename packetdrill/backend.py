@@ -5,8 +5,6 @@ one ran. :func:`run_isolated` always uses a child process: the engine moves its 
 a new network namespace, which a test runner's own process must never do.
 """
 
-from __future__ import annotations
-
 import os
 import shutil
 import sys

@@ -8,8 +8,6 @@ edge wider (:mod:`.tolerance`). The load can change between sessions, so it is n
 longer than that (the plugin hands it to xdist workers).
 """
 
-from __future__ import annotations
-
 import time
 from dataclasses import dataclass
 

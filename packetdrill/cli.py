@@ -2,8 +2,6 @@
 options, exit codes and diagnostics, plus ``--packetdrill=builtin|auto|PATH`` to pick the backend.
 """
 
-from __future__ import annotations
-
 import sys
 
 from .backend import Backend, choose_backend

@@ -4,8 +4,6 @@ The wall clock (not a monotonic one) because sniffed packets carry kernel ``CLOC
 timestamps and ``-v`` prints absolute Unix times like upstream.
 """
 
-from __future__ import annotations
-
 import time
 
 _SPIN_USECS = 400   # sleep until this close to the deadline, then spin (sleep overshoots)

@@ -5,8 +5,6 @@ Code blocks do not run during the script: at the event's time we snapshot ``TCP_
 generated Python file runs with every snapshot as plain ``tcpi_*`` variables, like upstream.
 """
 
-from __future__ import annotations
-
 import os
 import signal
 import socket
@@ -56,7 +54,7 @@ sys.excepthook = _netregress_hook
 def tcp_info_fields(raw: bytes) -> dict[str, int]:
     """Decode a (possibly short) TCP_INFO buffer; fields the kernel did not return read 0."""
     values = struct.unpack(_TCP_INFO_FMT, raw[:_TCP_INFO_LEN].ljust(_TCP_INFO_LEN, b"\0"))
-    info = dict(zip((name for name, _ in _TCP_INFO), values))
+    info = dict(zip((name for name, _ in _TCP_INFO), values, strict=True))
     wscale, app, ecn = info.pop("wscale"), info.pop("app_limited"), info.pop("ecn_word")
     info["snd_wscale"], info["rcv_wscale"] = wscale & 0xF, wscale >> 4
     info["delivery_rate_app_limited"] = app & 1
@@ -112,14 +110,16 @@ def render(path: str, snapshots: list[CodeSnapshot]) -> str:
         parts += [f"tcpv_enabled = {v_enabled}", f"tcpv_rttcnt = {v_rttcnt}",
                   f"tcp_rtt = {v_rtt}", f"tcp_minrtt = {v_minrtt}"]
         mem = struct.unpack("=9I", snap.meminfo.ljust(36, b"\0")[:36])
-        parts.extend(f"SK_MEMINFO_{name} = {value}" for name, value in zip(_MEMINFO, mem))
+        parts.extend(
+            f"SK_MEMINFO_{name} = {value}" for name, value in zip(_MEMINFO, mem, strict=True)
+        )
         parts += [f"_file = {path!r}", f"_line = {snap.line}", snap.code]
     return "\n".join(parts) + "\n"
 
 
 def run_code(path: str, snapshots: list[CodeSnapshot], command: str, verbose: bool) -> None:
     """Write and run the generated file; failures are ``error executing code`` errors."""
-    import tempfile   # only scripts with code blocks pay for it (engine start-up budget)
+    import tempfile  # only scripts with code blocks pay for it (engine start-up budget)
 
     text = render(path, snapshots)
     handle, file_name = tempfile.mkstemp(prefix="code_", dir="/tmp")

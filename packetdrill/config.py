@@ -6,8 +6,6 @@ then ``finalize``), exactly as upstream does, because "the command line wins" is
 runners rely on.
 """
 
-from __future__ import annotations
-
 import ipaddress
 import os
 from dataclasses import dataclass, field, replace

@@ -7,8 +7,6 @@ packet for a script line lives here too because the same builder makes both the 
 inject and the expected packet an outbound line is verified against.
 """
 
-from __future__ import annotations
-
 import ipaddress
 import struct
 from dataclasses import dataclass, field
@@ -17,9 +15,24 @@ from . import protocols as P
 from .config import Config
 from .errors import RuntimeFailure
 from .model import ECT01, IcmpSpec, PacketEvent, TcpOption, TcpSpec, UdpSpec
-from .wire import (ACK, AE, CWR, ECE, FLAG_BITS, SYN, GreHeader, Header, IcmpHeader, IpHeader,
-                   MplsHeader, Packet, TcpHeader, UdpHeader, checksum,
-                   link_protocols)
+from .wire import (
+    ACK,
+    AE,
+    CWR,
+    ECE,
+    FLAG_BITS,
+    SYN,
+    GreHeader,
+    Header,
+    IcmpHeader,
+    IpHeader,
+    MplsHeader,
+    Packet,
+    TcpHeader,
+    UdpHeader,
+    checksum,
+    link_protocols,
+)
 
 U32 = 0xFFFFFFFF
 
@@ -39,7 +52,7 @@ class Conn:
     local_isn_known: bool = False
     live_fd: int | None = None
     accepted: bool = False
-    children: list[Conn] = field(default_factory=list)
+    children: list["Conn"] = field(default_factory=list)
     ts_map: dict[int, int] = field(default_factory=dict)
     ts_first: tuple[int, int] | None = None          # (script val, live val)
     flowlabels: dict[int, int] = field(default_factory=dict)
@@ -65,7 +78,7 @@ def _tos_of(event: PacketEvent) -> int:
     info = event.ip_info
     if info.tos is not None:
         return info.tos
-    return info.ecn if info.ecn not in (None, ECT01) else 0  # type: ignore[return-value]
+    return info.ecn if info.ecn not in (None, ECT01) else 0
 
 
 def build(event: PacketEvent, cfg: Config, conn: Conn | None, inbound: bool) -> Packet:

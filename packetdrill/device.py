@@ -12,7 +12,6 @@ write, so a reply must never look older than its cause), and :meth:`Device.recei
 kernel's own timestamp of a sniffed packet (not the time we got around to reading it).
 """
 
-from __future__ import annotations
 
 import os
 import struct

@@ -5,14 +5,28 @@ Tools grep these lines (``script packet:``/``actual packet:``), so spacing is ex
 the trailing space of a TCP dump without options.
 """
 
-from __future__ import annotations
-
 import ipaddress
 
 from . import protocols as P
 from .model import TcpOption
-from .wire import (ACK, AE, CWR, ECE, FIN, PSH, RST, SYN, URG, GreHeader, IcmpHeader, IpHeader,
-                   MplsHeader, Packet, TcpHeader, UdpHeader)
+from .wire import (
+    ACK,
+    AE,
+    CWR,
+    ECE,
+    FIN,
+    PSH,
+    RST,
+    SYN,
+    URG,
+    GreHeader,
+    IcmpHeader,
+    IpHeader,
+    MplsHeader,
+    Packet,
+    TcpHeader,
+    UdpHeader,
+)
 
 
 def format_option(option: TcpOption) -> str:
@@ -37,7 +51,7 @@ def format_option(option: TcpOption) -> str:
         name = "FO" if kind == P.TCPOPT_FO else "FOEXP"
         return f"{name} {option.data.hex()}" if option.data else name
     if kind in (P.TCPOPT_ACCECN0, P.TCPOPT_ACCECN1):
-        return "ECN " + " ".join(f"{n} {v}" for n, v in zip(option.ecn_names, values))
+        return "ECN " + " ".join(f"{n} {v}" for n, v in zip(option.ecn_names, values, strict=False))
     return f"kind {kind}"
 
 
@@ -76,16 +90,18 @@ def dump(packet: Packet, show_win: bool = True, ace_mode: bool = False,
     ``win`` or the options (``<...>``) unspecified."""
     headers = packet.headers
     inner_ip = max(i for i, h in enumerate(headers) if isinstance(h, IpHeader))
-    text = "".join(_prefix(h) for h in headers[:inner_ip]  # type: ignore[arg-type]
+    text = "".join(_prefix(h) for h in headers[:inner_ip]
                    if not isinstance(h, (TcpHeader, UdpHeader, IcmpHeader)))
     l4 = packet.l4
     if isinstance(l4, UdpHeader):
         return text + f"udp ({len(packet.payload)})"
     if isinstance(l4, IcmpHeader):
-        return text + ("icmpv6" if headers[inner_ip].version == 6 else "icmpv4")  # type: ignore
+        return text + ("icmpv6" if packet.inner_ip.version == 6 else "icmpv4")
     assert isinstance(l4, TcpHeader)
     length = len(packet.payload)
-    text += f"{format_flags(l4.flags, ace_mode)} {l4.seq}:{(l4.seq + length) & 0xFFFFFFFF}({length}) "
+    text += (
+        f"{format_flags(l4.flags, ace_mode)} {l4.seq}:{(l4.seq + length) & 0xFFFFFFFF}({length}) "
+    )
     if l4.flags & ACK:
         text += f"ack {l4.ack} "
     if show_win:

@@ -5,8 +5,6 @@ init command → events → cleanup → code blocks → pcap``. Parse errors are
 namespace is even created, so a bad script never touches the kernel.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import time
@@ -17,8 +15,13 @@ from .device import TunDevice
 from .errors import PacketdrillError, RuntimeFailure
 from .loader import CliOptions, load_script
 from .model import Script
-from .netenv import (check_remote_is_remote, enter_fresh_netns, open_tun, realtime_priority,
-                     reserve_ephemeral_port)
+from .netenv import (
+    check_remote_is_remote,
+    enter_fresh_netns,
+    open_tun,
+    realtime_priority,
+    reserve_ephemeral_port,
+)
 from .result import RunResult
 from .runtime import Runtime, TimingSeen
 from .sniffer import write_pcap
@@ -46,7 +49,7 @@ def run_script(path: str, cli_options: CliOptions) -> RunResult:
                          timing_error=seen.error, late_error_usecs=seen.error_late_usecs,
                          tolerance=tolerance)
     except Exception:  # noqa: BLE001 - an engine bug must still end as a clear failed result
-        import traceback   # the error path only: keeps it out of every engine start-up
+        import traceback  # the error path only: keeps it out of every engine start-up
         return RunResult(path, False, f"{path}: internal engine error (please report):\n"
                          f"{traceback.format_exc()}", exit_status=1,
                          duration=time.monotonic() - started, pcap=_pcap_of(cli_options),

@@ -5,8 +5,6 @@ exceptions, carrying the exact packetdrill-style text. The CLI and the pytest pl
 text and never a traceback, so tools that parse packetdrill output keep working.
 """
 
-from __future__ import annotations
-
 
 class PacketdrillError(Exception):
     """A failure whose ``str()`` is the complete diagnostic, ready for stderr."""

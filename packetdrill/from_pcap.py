@@ -10,8 +10,6 @@ guess it says so in a ``// TODO`` comment; the result is a starting point to edi
     python -m packetdrill.from_pcap capture.pcap [--local IP] [-o out.pkt]
 """
 
-from __future__ import annotations
-
 import argparse
 import sys
 from dataclasses import dataclass, field
@@ -20,6 +18,7 @@ from pathlib import Path
 from scapy.error import Scapy_Exception
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
+from scapy.packet import Packet
 from scapy.utils import rdpcap
 
 from .errors import PacketdrillError
@@ -55,14 +54,14 @@ class Connection:
     notes: list[str] = field(default_factory=list)
 
 
-def _ip_layer(pkt):  # type: ignore[no-untyped-def]
-    return pkt[IP] if IP in pkt else pkt[IPv6] if IPv6 in pkt else None
+def _ip_layer(pkt: Packet) -> Packet | None:
+    return pkt.getlayer(IP) or pkt.getlayer(IPv6)
 
 
-def _payload_len(ip, tcp) -> int:  # type: ignore[no-untyped-def]
+def _payload_len(ip: Packet, tcp: Packet) -> int:
     if isinstance(ip, IPv6):
-        return int(ip.plen) - tcp.dataofs * 4
-    return int(ip.len) - ip.ihl * 4 - tcp.dataofs * 4
+        return int(ip.plen) - int(tcp.dataofs) * 4
+    return int(ip.len) - int(ip.ihl) * 4 - int(tcp.dataofs) * 4
 
 
 def load(path: Path, local_ip: str | None = None) -> Connection:
@@ -71,7 +70,7 @@ def load(path: Path, local_ip: str | None = None) -> Connection:
         packets = rdpcap(str(path))
     except (OSError, Scapy_Exception) as exc:
         raise ConversionError(f"{path}: cannot read capture: {exc}") from exc
-    tcp_packets = [(p, _ip_layer(p)) for p in packets if TCP in p and _ip_layer(p) is not None]
+    tcp_packets = [(p, ip) for p in packets if TCP in p and (ip := _ip_layer(p)) is not None]
     syn = next(((p, ip) for p, ip in tcp_packets if p[TCP].flags & 0x12 == 0x02), None)
     if syn is None:
         raise ConversionError(f"{path}: no TCP SYN found: capture the connection from its "
@@ -128,15 +127,15 @@ def _options(seg: Segment) -> tuple[str, list[str]]:
             parts.append(f"wscale {value}")
         elif name == "SAckOK":
             parts.append("sackOK")
-        elif name == "Timestamp":
-            val, ecr = value  # type: ignore[misc]
+        elif name == "Timestamp" and isinstance(value, tuple):
+            val, ecr = value
             parts.append(f"TS val {val} ecr {ecr}")
         elif name == "NOP":
             parts.append("nop")
         elif name == "EOL":
             parts.append("eol")
-        elif name == "SAck":
-            edges = list(value)  # type: ignore[call-overload]
+        elif name == "SAck" and isinstance(value, tuple):
+            edges = list(value)
             todo.append("SACK blocks are absolute in the capture; made relative by hand")
             parts.append("sack " + " ".join(f"{edges[i]}:{edges[i + 1]}"
                                             for i in range(0, len(edges) - 1, 2)))

@@ -8,8 +8,6 @@ holds. The unit test drives :func:`mutate` with hypothesis; ``scripts/bench-pack
 (this module's ``main``) runs many more cases and reports their rate.
 """
 
-from __future__ import annotations
-
 import argparse
 import random
 import re

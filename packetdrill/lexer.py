@@ -6,8 +6,6 @@ explains every oddity users hit (``1e5`` is a word, ``5.`` is not a float, ``//`
 newline), so it is implemented literally rather than as a hand-tuned scanner.
 """
 
-from __future__ import annotations
-
 import ipaddress
 import re
 from dataclasses import dataclass

@@ -5,8 +5,6 @@ command line re-applied on top, addresses finalized, and only then the events pa
 depend on the IP version).
 """
 
-from __future__ import annotations
-
 import os
 
 from .config import Config, apply_option, finalize

@@ -5,8 +5,6 @@ Checks run in upstream's order and stop at the first difference, with upstream's
 because that first message is what users and tools key on.
 """
 
-from __future__ import annotations
-
 from ipaddress import ip_address
 
 from . import protocols as P
@@ -14,9 +12,27 @@ from .config import Config
 from .dump import format_option
 from .errors import RuntimeFailure
 from .model import ECT01, IcmpSpec, IpInfo, PacketEvent, TcpOption, TcpSpec, UdpSpec
-from .wire import (ACK, AE, CWR, ECE, FIN, PSH, RST, SYN, URG, GreHeader, Header, IcmpHeader,
-                   IpHeader, MplsHeader, Packet, TcpHeader, UdpHeader, encode,
-                   encode_tcp_options)
+from .wire import (
+    ACK,
+    AE,
+    CWR,
+    ECE,
+    FIN,
+    PSH,
+    RST,
+    SYN,
+    URG,
+    GreHeader,
+    Header,
+    IcmpHeader,
+    IpHeader,
+    MplsHeader,
+    Packet,
+    TcpHeader,
+    UdpHeader,
+    encode,
+    encode_tcp_options,
+)
 
 
 def _field(name: str, expected: int, actual: int) -> None:
@@ -44,7 +60,7 @@ def verify(expected: Packet, actual: Packet, event: PacketEvent, cfg: Config,
     if len(expected.headers) != len(actual.headers):
         raise RuntimeFailure(f"live packet header layers: expected: {len(expected.headers)} "
                              f"headers vs actual: {len(actual.headers)} headers")
-    for i, (want, got) in enumerate(zip(expected.headers, actual.headers)):
+    for i, (want, got) in enumerate(zip(expected.headers, actual.headers, strict=True)):
         if layer_name(want) != layer_name(got) or (
                 isinstance(want, IpHeader) and isinstance(got, IpHeader)
                 and want.version != got.version):
@@ -58,7 +74,7 @@ def verify(expected: Packet, actual: Packet, event: PacketEvent, cfg: Config,
         extra_opts = got_tcp.doff - 20
     lengths = _layer_lengths(expected, extra_opts)
     inner = max(i for i, h in enumerate(expected.headers) if isinstance(h, IpHeader))
-    for i, (want, got) in enumerate(zip(expected.headers, actual.headers)):
+    for i, (want, got) in enumerate(zip(expected.headers, actual.headers, strict=True)):
         if isinstance(want, IpHeader) and isinstance(got, IpHeader):
             _check_ip(want, got, lengths[i], event if i == inner else None)
             if i != inner:   # an encapsulation header: headers[i] is event.encaps[i]
@@ -150,7 +166,7 @@ def _check_gre(want: GreHeader, got: GreHeader) -> None:
 def _check_mpls(want: MplsHeader, got: MplsHeader) -> None:
     if len(want.entries) != len(got.entries):
         raise RuntimeFailure("mismatch in MPLS label stack depth")
-    for i, (a, b) in enumerate(zip(want.entries, got.entries)):
+    for i, (a, b) in enumerate(zip(want.entries, got.entries, strict=True)):
         if a != b:
             raise RuntimeFailure(f"mismatch in MPLS label {i}")
 
@@ -198,7 +214,7 @@ def _check_options(want: list[TcpOption], got: list[TcpOption], cfg: Config,
                    ts_tolerance: int) -> None:
     if [o.kind for o in want] != [o.kind for o in got]:
         raise RuntimeFailure("bad outbound TCP options")
-    for a, b in zip(want, got):
+    for a, b in zip(want, got, strict=True):
         if a.kind in (P.TCPOPT_NOP, P.TCPOPT_EOL):
             continue
         if a.kind == P.TCPOPT_TS:

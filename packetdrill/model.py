@@ -4,8 +4,6 @@ Plain dataclasses with no behaviour beyond formatting, so a parsed script can be
 tests and linted without touching the kernel.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,11 +108,11 @@ class Expr:
 
     kind: str
     value: Any = None
-    items: list[Expr] = field(default_factory=list)
+    items: list["Expr"] = field(default_factory=list)
     key: str = ""
-    index: Expr | None = None
+    index: "Expr | None" = None
 
-    def field(self, name: str) -> Expr | None:
+    def field(self, name: str) -> "Expr | None":
         """The value of ``name=...`` inside a brace expression, if present."""
         for item in self.items:
             if item.kind == "keyed" and item.key == name:

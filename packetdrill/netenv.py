@@ -5,8 +5,6 @@ leak or collide, and it disappears with the last fd/process using it (also on SI
 the calling thread moves, so it must happen before any helper thread starts.
 """
 
-from __future__ import annotations
-
 import ctypes
 import fcntl
 import os

@@ -6,16 +6,28 @@ malformed script never half-executes. Errors use upstream's exact wording and li
 semantic error the line of the statement's head.
 """
 
-from __future__ import annotations
-
 import ipaddress
 
 from . import protocols as P
 from .config import Config
 from .errors import ScriptError
 from .lexer import Token
-from .model import (ECT01, CodeEvent, CommandEvent, Encap, Event, EventTime, Expr, IcmpSpec,
-                    IpInfo, PacketEvent, SyscallEvent, TcpOption, TcpSpec, UdpSpec)
+from .model import (
+    ECT01,
+    CodeEvent,
+    CommandEvent,
+    Encap,
+    Event,
+    EventTime,
+    Expr,
+    IcmpSpec,
+    IpInfo,
+    PacketEvent,
+    SyscallEvent,
+    TcpOption,
+    TcpSpec,
+    UdpSpec,
+)
 
 _ECN_WORDS = {"noecn": 0, "ect1": 1, "ect0": 2, "ce": 3, "ect01": ECT01}
 _STRUCT_KEYS = frozenset("""sa_family sin_port sin_addr msg_name msg_iov msg_flags msg_control
@@ -352,8 +364,9 @@ class Parser:
                     if not self.tok.is_kw("flowlabel"):
                         raise self.fail()
             if self.accept_kw("flowlabel"):
-                info.flowlabel = self.integer(0, (1 << 20) - 1, "flowlabel out of range for 20 bits",
-                                              ("HEX",))
+                info.flowlabel = self.integer(
+                    0, (1 << 20) - 1, "flowlabel out of range for 20 bits", ("HEX",)
+                )
         self.expect_char(closer)
         return info
 
@@ -515,9 +528,13 @@ class Parser:
         if token.is_kw("sack"):
             edges: list[int] = []
             while self.tok.kind == "INTEGER":
-                edges.append(self.integer(0, 2**32 - 1, "TCP SACK left sequence number out of range"))
+                edges.append(
+                    self.integer(0, 2**32 - 1, "TCP SACK left sequence number out of range")
+                )
                 self.expect_char(":")
-                edges.append(self.integer(0, 2**32 - 1, "TCP SACK right sequence number out of range"))
+                edges.append(
+                    self.integer(0, 2**32 - 1, "TCP SACK right sequence number out of range")
+                )
             return TcpOption(P.TCPOPT_SACK, edges)
         if token.is_kw("TS"):
             self.expect_kw("val")

@@ -1,7 +1,5 @@
 """Protocol numbers and names shared by the parser, the encoder and the dumps."""
 
-from __future__ import annotations
-
 IPPROTO_ICMP = 1
 IPPROTO_IPIP = 4
 IPPROTO_TCP = 6
@@ -14,7 +12,14 @@ ETH_P_IPV6 = 0x86DD
 ETH_P_MPLS_UC = 0x8847
 
 TCPOPT_EOL, TCPOPT_NOP, TCPOPT_MSS, TCPOPT_WSCALE, TCPOPT_SACK_PERM, TCPOPT_SACK = 0, 1, 2, 3, 4, 5
-TCPOPT_TS, TCPOPT_MD5, TCPOPT_FO, TCPOPT_ACCECN0, TCPOPT_ACCECN1, TCPOPT_EXP = 8, 19, 34, 172, 174, 254
+TCPOPT_TS, TCPOPT_MD5, TCPOPT_FO, TCPOPT_ACCECN0, TCPOPT_ACCECN1, TCPOPT_EXP = (
+    8,
+    19,
+    34,
+    172,
+    174,
+    254,
+)
 TCPOPT_FO_MAGIC = 0xF989
 
 ICMPV4_TYPES = {

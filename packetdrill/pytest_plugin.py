@@ -14,8 +14,6 @@ reported as ``PASSED~`` and listed in the terminal summary, and a run too late t
 xfail saying timing is not checkable on this machine (docs/timing-tolerance.md).
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -27,10 +25,17 @@ import pytest
 from .backend import Backend, choose_backend, run_isolated
 from .calibrate import Calibration, measure
 from .errors import PacketdrillError, UsageError
-from .loader import CliOptions, load_script, read_script
+from .loader import load_script, read_script
 from .result import RunResult
-from .tolerance import (LATE_BOUND_USECS, TIMING_PROPERTY, TimingRecord, Tolerance, judge_run,
-                        slack_for_scale, verdict_of_lateness)
+from .tolerance import (
+    LATE_BOUND_USECS,
+    TIMING_PROPERTY,
+    TimingRecord,
+    Tolerance,
+    judge_run,
+    slack_for_scale,
+    verdict_of_lateness,
+)
 from .variants import COMMON_OPTIONS, EXPECT_FAIL, SKIP_IF_HAS, variant_options, variants_for
 
 _BACKEND_KEY = pytest.StashKey[Backend]()
@@ -217,7 +222,7 @@ class PktItem(pytest.Item):
 
     def runtest(self) -> None:
         if self.skip_if_has:
-            from netns import features   # the library's cached kernel probes
+            from netns import features  # the library's cached kernel probes
             present = [name for name in self.skip_if_has if features.has(name)]
             if present:
                 pytest.skip(f"{self.path.name} expects a kernel without {', '.join(present)}")

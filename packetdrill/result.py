@@ -4,8 +4,6 @@ The pytest plugin and other reports read this instead of parsing text, so the bu
 and the upstream-binary adapter must fill it the same way.
 """
 
-from __future__ import annotations
-
 import json
 from dataclasses import asdict, dataclass, field
 
@@ -37,7 +35,7 @@ class RunResult:
         return json.dumps(asdict(self))
 
     @classmethod
-    def from_json(cls, text: str) -> RunResult:
+    def from_json(cls, text: str) -> "RunResult":
         data = json.loads(text)
         data["tolerance"] = Tolerance(**data["tolerance"])
         return cls(**data)

@@ -5,8 +5,6 @@ It assumes the process already sits in a fresh network namespace (see :mod:`.eng
 failures raise :class:`RuntimeFailure` carrying upstream's complete diagnostic text.
 """
 
-from __future__ import annotations
-
 import ipaddress
 import platform
 import sys
@@ -24,8 +22,16 @@ from .device import Device, Offload
 from .dump import dump
 from .errors import RuntimeFailure
 from .matcher import check_ip_checksums, flow, fragment_problem, merge, verify
-from .model import (CodeEvent, CommandEvent, Event, PacketEvent, Script, SyscallEvent, TcpSpec,
-                    UdpSpec)
+from .model import (
+    CodeEvent,
+    CommandEvent,
+    Event,
+    PacketEvent,
+    Script,
+    SyscallEvent,
+    TcpSpec,
+    UdpSpec,
+)
 from .state import State
 from .syscalls import Executor
 from .wire import ACK, SYN, IcmpHeader, Packet, TcpHeader, UdpHeader, decode, encode
@@ -69,7 +75,7 @@ class BlockingCall:
     """A system call running on its own thread while the script moves on
     (docs/packetdrill-language.md §6.6)."""
 
-    def __init__(self, runtime: Runtime, event: Event, timed: Timed, prev: int | None) -> None:
+    def __init__(self, runtime: "Runtime", event: Event, timed: Timed, prev: int | None) -> None:
         self.runtime, self.event, self.timed, self.prev = runtime, event, timed, prev
         self.error: RuntimeFailure | None = None
         self.done = threading.Event()
@@ -286,9 +292,11 @@ class Runtime:
             raise self.fail(event, f"runtime error in {action.name} call: {err.text}") from None
 
     def start_blocking(self, event: Event, timed: Timed, prev: int | None) -> None:
+        action = event.action
+        assert isinstance(action, SyscallEvent)
         if self.blocking is not None and not self.wait_for_blocking(1.0):
             raise self.fail(event, "runtime error in "
-                            f"{event.action.name} call: blocking system call while another "  # type: ignore[union-attr]
+                            f"{action.name} call: blocking system call while another "
                             "blocking system call is already in progress")
         self.began = max(self.clock.now(), timed.start)
         call = BlockingCall(self, event, timed, prev)

@@ -6,7 +6,6 @@ timing checks use (not the time we got around to reading it). It works on any in
 device that owns it (:mod:`.device`) deals with the rest of its I/O.
 """
 
-from __future__ import annotations
 
 import select
 import socket

@@ -1,7 +1,5 @@
 """Mutable state of one script run shared by the runtime and the system-call executor."""
 
-from __future__ import annotations
-
 import threading
 from dataclasses import dataclass, field
 

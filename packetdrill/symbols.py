@@ -5,8 +5,6 @@ Python's ``socket``, ``errno``, ``os``, ``select`` and ``fcntl`` modules already
 them with the right values for this machine; only what they lack is written out here.
 """
 
-from __future__ import annotations
-
 import errno
 import fcntl
 import os

@@ -7,8 +7,6 @@ wrappers would turn into exceptions or refuse outright. ctypes also releases the
 blocking call on the syscall thread never stalls the main thread.
 """
 
-from __future__ import annotations
-
 import ctypes
 import ipaddress
 import mmap
@@ -30,21 +28,36 @@ libc = ctypes.CDLL(None, use_errno=True)
 _vp, _sz, _ss, _int, _uint = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_int, \
     ctypes.c_uint
 _PROTOS = {
-    "socket": (_int, [_int, _int, _int]), "bind": (_int, [_int, _vp, _uint]),
-    "listen": (_int, [_int, _int]), "accept": (_int, [_int, _vp, _vp]),
-    "connect": (_int, [_int, _vp, _uint]), "read": (_ss, [_int, _vp, _sz]),
-    "write": (_ss, [_int, _vp, _sz]), "readv": (_ss, [_int, _vp, _int]),
-    "writev": (_ss, [_int, _vp, _int]), "recv": (_ss, [_int, _vp, _sz, _int]),
-    "recvfrom": (_ss, [_int, _vp, _sz, _int, _vp, _vp]), "recvmsg": (_ss, [_int, _vp, _int]),
-    "send": (_ss, [_int, _vp, _sz, _int]), "sendto": (_ss, [_int, _vp, _sz, _int, _vp, _uint]),
-    "sendmsg": (_ss, [_int, _vp, _int]), "fcntl": (_int, [_int, _int, ctypes.c_long]),
-    "ioctl": (_int, [_int, ctypes.c_ulong, _vp]), "close": (_int, [_int]),
-    "shutdown": (_int, [_int, _int]), "getsockopt": (_int, [_int, _int, _int, _vp, _vp]),
-    "setsockopt": (_int, [_int, _int, _int, _vp, _uint]), "poll": (_int, [_vp, ctypes.c_ulong, _int]),
-    "open": (_int, [ctypes.c_char_p, _int, _int]), "sendfile": (_ss, [_int, _int, _vp, _sz]),
-    "epoll_create": (_int, [_int]), "epoll_ctl": (_int, [_int, _int, _int, _vp]),
-    "epoll_wait": (_int, [_int, _vp, _int, _int]), "pipe": (_int, [_vp]),
-    "splice": (_ss, [_int, _vp, _int, _vp, _sz, _uint]), "getsockname": (_int, [_int, _vp, _vp]),
+    "socket": (_int, [_int, _int, _int]),
+    "bind": (_int, [_int, _vp, _uint]),
+    "listen": (_int, [_int, _int]),
+    "accept": (_int, [_int, _vp, _vp]),
+    "connect": (_int, [_int, _vp, _uint]),
+    "read": (_ss, [_int, _vp, _sz]),
+    "write": (_ss, [_int, _vp, _sz]),
+    "readv": (_ss, [_int, _vp, _int]),
+    "writev": (_ss, [_int, _vp, _int]),
+    "recv": (_ss, [_int, _vp, _sz, _int]),
+    "recvfrom": (_ss, [_int, _vp, _sz, _int, _vp, _vp]),
+    "recvmsg": (_ss, [_int, _vp, _int]),
+    "send": (_ss, [_int, _vp, _sz, _int]),
+    "sendto": (_ss, [_int, _vp, _sz, _int, _vp, _uint]),
+    "sendmsg": (_ss, [_int, _vp, _int]),
+    "fcntl": (_int, [_int, _int, ctypes.c_long]),
+    "ioctl": (_int, [_int, ctypes.c_ulong, _vp]),
+    "close": (_int, [_int]),
+    "shutdown": (_int, [_int, _int]),
+    "getsockopt": (_int, [_int, _int, _int, _vp, _vp]),
+    "setsockopt": (_int, [_int, _int, _int, _vp, _uint]),
+    "poll": (_int, [_vp, ctypes.c_ulong, _int]),
+    "open": (_int, [ctypes.c_char_p, _int, _int]),
+    "sendfile": (_ss, [_int, _int, _vp, _sz]),
+    "epoll_create": (_int, [_int]),
+    "epoll_ctl": (_int, [_int, _int, _int, _vp]),
+    "epoll_wait": (_int, [_int, _vp, _int, _int]),
+    "pipe": (_int, [_vp]),
+    "splice": (_ss, [_int, _vp, _int, _vp, _sz, _uint]),
+    "getsockname": (_int, [_int, _vp, _vp]),
     "getpeername": (_int, [_int, _vp, _vp]),
 }
 for _name, (_res, _args) in _PROTOS.items():
@@ -260,7 +273,7 @@ class Executor:
     # --- sockets --------------------------------------------------------------------------
     def sys_socket(self, args: list[Expr]) -> tuple[int, int, Post]:
         if args[0].kind == "ellipsis":
-            domain = socket.AF_INET6 if self.cfg.socket_v6 else socket.AF_INET
+            domain: int = socket.AF_INET6 if self.cfg.socket_v6 else socket.AF_INET
         else:
             domain = self.int32(args[0])
         kind, proto = self.int32(args[1]), self.int32(args[2])
@@ -323,7 +336,7 @@ class Executor:
         addr, addrlen = self.buffer(128), ctypes.c_uint(128)
         if libc.getsockname(fd, addr, ctypes.byref(addrlen)) != 0:
             return 0
-        return struct.unpack("!H", addr.raw[2:4])[0]
+        return int.from_bytes(addr.raw[2:4], "big")
 
     def _start_connect(self, entry: FdEntry) -> None:
         """connect(), or sendto()/sendmsg() with an address (TFO, UDP): as upstream, only a
@@ -418,7 +431,7 @@ class Executor:
                 and entry.conn.proto in (P.IPPROTO_ICMP, P.IPPROTO_ICMPV6)):
             # A ping socket only sends echo requests: like upstream, the script's zeroed
             # buffer becomes one (the kernel fills in id and checksum).
-            buf[0] = 128 if self.cfg.wire_v6 else 8
+            buf[0] = bytes([128 if self.cfg.wire_v6 else 8])
         ret, err = self.call(libc.sendto, entry.live, buf, count,
                              self.int32(args[3]), addr, len(addr) if addr else 0)
         self._after_connect(entry)
@@ -526,7 +539,7 @@ class Executor:
             raise RuntimeFailure(f"received more than {len(wanted)} cmsgs")
         if len(actual) < len(wanted):
             raise RuntimeFailure(f"received only {len(actual)} cmsgs")
-        for i, (want, (level, kind, data)) in enumerate(zip(wanted, actual)):
+        for i, (want, (level, kind, data)) in enumerate(zip(wanted, actual, strict=True)):
             want_level = self.integer(want.field("cmsg_level") or Expr("integer", 0))
             want_type = self.integer(want.field("cmsg_type") or Expr("integer", 0))
             if want_level != level:
@@ -763,7 +776,7 @@ class Executor:
         ret, err = self.call(libc.pipe, fds)
 
         def post() -> None:
-            for item, live in zip(args[0].items, fds):
+            for item, live in zip(args[0].items, fds, strict=True):
                 self.register(self.int32(item), live)
         return ret, err, post if ret == 0 else None
 

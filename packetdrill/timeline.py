@@ -7,10 +7,9 @@ overlay the two without re-running or re-parsing anything. Written by the engine
 read by :mod:`evidence.tcpplot`.
 """
 
-from __future__ import annotations
-
 import json
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -58,24 +57,24 @@ def path_for(pcap: str | Path) -> Path:
     return Path(pcap).with_suffix(SUFFIX)
 
 
-def _expected(event: Event, timed: _Anchored, prev: int | None, cfg: Config) -> ExpectedEvent:
+def _expected(event: Event, timed: _Anchored, prev: int | None, cfg: "Config") -> ExpectedEvent:
     end = timed.start if timed.end is None else timed.end
     first, last = ((timed.earliest, end) if prev is None else
                    cfg.tolerance.window(timed.earliest, end, timed.start - prev))
-    common = dict(line=event.line, kind=event.describe(), start=timed.start / 1e6,
-                  end=None if timed.end is None else timed.end / 1e6,
-                  window_start=first / 1e6, window_end=last / 1e6,
-                  any_time=event.time.any_time)
+    common = ExpectedEvent(line=event.line, kind=event.describe(), start=timed.start / 1e6,
+                           end=None if timed.end is None else timed.end / 1e6,
+                           window_start=first / 1e6, window_end=last / 1e6,
+                           any_time=event.time.any_time)
     action = event.action
     if isinstance(action, PacketEvent) and isinstance(action.l4, TcpSpec):
         spec = action.l4
-        return ExpectedEvent(**common, flags=spec.flags, seq=spec.start, seq_end=spec.end,
-                             ack=spec.ack if "." in spec.flags else None)
-    return ExpectedEvent(**common)
+        return replace(common, flags=spec.flags, seq=spec.start, seq_end=spec.end,
+                       ack=spec.ack if "." in spec.flags else None)
+    return common
 
 
 def write_timeline(pcap: str, script: str, epoch: float,
-                   timeline: list[tuple[Event, _Anchored, int | None]], cfg: Config) -> None:
+                   timeline: Sequence[tuple[Event, _Anchored, int | None]], cfg: "Config") -> None:
     events = [asdict(_expected(event, timed, prev, cfg)) for event, timed, prev in timeline]
     path_for(pcap).write_text(json.dumps({"script": script, "epoch": epoch, "events": events}))
 

@@ -14,8 +14,6 @@ needed the slack is shown as such, and lateness beyond :data:`LATE_BOUND_USECS` 
 "timing not checkable on this machine" instead of a pass (docs/timing-tolerance.md).
 """
 
-from __future__ import annotations
-
 import json
 import re
 from dataclasses import asdict, dataclass, replace
@@ -82,10 +80,10 @@ class Tolerance:
         return f"tolerance {self.base(gap_usecs) / 1e6:.6f} sec" + (
             f" (+{slack / 1e6:.6f} sec late slack)" if slack else "")
 
-    def with_slack(self, usecs: int, source: str) -> Tolerance:
+    def with_slack(self, usecs: int, source: str) -> "Tolerance":
         return replace(self, late_slack_usecs=usecs, slack_from=source)
 
-    def with_slack_of(self, policy: Tolerance) -> Tolerance:
+    def with_slack_of(self, policy: "Tolerance") -> "Tolerance":
         """This base rule with ``policy``'s late slack and its source (a runner's session
         policy meets a script's own base tolerance)."""
         return self.with_slack(policy.late_slack_usecs, policy.slack_from)
@@ -148,7 +146,7 @@ class TimingRecord:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> TimingRecord:
+    def from_json(cls, text: str) -> "TimingRecord":
         data = json.loads(text)
         return cls(data["verdict"], data["late_usecs"], Tolerance(**data["tolerance"]),
                    data["bound_usecs"])
@@ -178,12 +176,12 @@ _ENGINE_EVENT = re.compile(r"timing error: expected (inbound packet|system call 
                            r"data collection for code) ")
 
 
-def late_by_the_engine(result: RunResult) -> bool:
+def late_by_the_engine(result: "RunResult") -> bool:
     """True when the run stopped because the engine, not the kernel, acted late."""
     return result.timing_error == LATE and bool(_ENGINE_EVENT.search(result.message))
 
 
-def judge_run(result: RunResult, tolerance: Tolerance) -> TimingRecord:
+def judge_run(result: "RunResult", tolerance: Tolerance) -> TimingRecord:
     """The policy applied to one run of a script that should pass.
 
     - passed within the base tolerance: ``clean``; passed using slack up to the bound:

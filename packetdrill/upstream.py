@@ -12,8 +12,6 @@ calls a late failure that the session's slack could explain "not checkable on th
 rather than a pass or a kernel failure.
 """
 
-from __future__ import annotations
-
 import re
 import time
 

@@ -7,8 +7,6 @@ IPv6 variant and ``*v6.pkt`` the IPv4 ones. Our pytest plugin and the conformanc
 follow that convention, so it lives here once, restated as data (docs/packetdrill-language.md §12).
 """
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 

@@ -6,10 +6,9 @@ packet, and importing scapy alone costs ~250 ms per script (measured; see
 IPv4/IPv6, GRE, MPLS, TCP, UDP, ICMP.
 """
 
-from __future__ import annotations
-
 import struct
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 from . import protocols as P
 from .errors import RuntimeFailure
@@ -96,7 +95,7 @@ class Packet:
     def inner_ip(self) -> IpHeader:
         return next(h for h in reversed(self.headers) if isinstance(h, IpHeader))
 
-    def copy(self) -> Packet:
+    def copy(self) -> "Packet":
         return Packet([replace(h) for h in self.headers], self.payload)
 
 
@@ -104,7 +103,7 @@ def checksum(data: bytes) -> int:
     """The Internet checksum (RFC 1071)."""
     if len(data) % 2:
         data += b"\0"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    total: int = sum(struct.unpack(f"!{len(data) // 2}H", data))
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return ~total & 0xFFFF
@@ -265,7 +264,7 @@ def _l4_name(proto: int) -> str:
 # --- encoding ------------------------------------------------------------------------------
 def link_protocols(packet: Packet) -> None:
     """Set every IP header's protocol / next-header field from the header that follows it."""
-    for outer, inner in zip(packet.headers, packet.headers[1:]):
+    for outer, inner in pairwise(packet.headers):
         if isinstance(outer, IpHeader):
             outer.proto = _proto_of(inner, outer.version)
         elif isinstance(outer, GreHeader) and not outer.proto:

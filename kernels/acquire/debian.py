@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernels.acquire.catalog import DebianKernel
-from kernels.errors import KernelsError
 from kernels.acquire.kernel import BootableKernel
+from kernels.errors import KernelsError
 from kernels.paths import cache_dir, locked
 from kernels.progress import Status
 
@@ -39,7 +39,8 @@ def mirror() -> str:
         text = HOST_SOURCES.read_text()
     except OSError:
         text = ""
-    uris = [uri for uri in re.findall(r"^URIs:\s*(\S+)", text, re.M) if "security" not in uri]
+    found: list[str] = re.findall(r"^URIs:\s*(\S+)", text, re.M)
+    uris = [uri for uri in found if "security" not in uri]
     if not uris:
         raise KernelsError(f"no Debian archive found in {HOST_SOURCES}: Debian kernels are "
                            f"fetched through the mirror this machine's apt already uses")

@@ -3,10 +3,16 @@
 import os
 from pathlib import Path
 
-from kernels.acquire.catalog import DebianKernel, KernelSpec, PathKernel, RunningKernel, SourceKernel
+from kernels.acquire.catalog import (
+    DebianKernel,
+    KernelSpec,
+    PathKernel,
+    RunningKernel,
+    SourceKernel,
+)
 from kernels.acquire.debian import fetch_debian
-from kernels.errors import KernelsError
 from kernels.acquire.kernel import BootableKernel, build_version, bzimage_banner
+from kernels.errors import KernelsError
 from kernels.progress import Status
 
 

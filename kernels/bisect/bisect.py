@@ -23,8 +23,8 @@ from kernels.acquire.from_source.builder import BuildRequest, build
 from kernels.acquire.from_source.source import SourceTree, git_tree
 from kernels.bisect.vmtest import add_run_options, run_tests
 from kernels.errors import KernelsError
-from kernels.paths import REPO_ROOT
 from kernels.matrix.runner import KernelRun
+from kernels.paths import REPO_ROOT
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
@@ -56,7 +56,9 @@ def verdict(run: KernelRun, crash_is_bad: bool) -> tuple[int, str]:
     return SKIP, "no selected test ran (all skipped)"
 
 
-def step(tree: SourceTree, pytest_args: list[str], jobs: int, accel: str, crash_is_bad: bool) -> int:
+def step(
+    tree: SourceTree, pytest_args: list[str], jobs: int, accel: str, crash_is_bad: bool
+) -> int:
     """One bisect step on the revision git checked out: build, boot, test, verdict."""
     revision = git(tree.path, "log", "-1", "--format=%h %s")
     _say(f"step at {revision}")
@@ -75,7 +77,8 @@ def step(tree: SourceTree, pytest_args: list[str], jobs: int, accel: str, crash_
 def _check_selection(pytest_args: list[str]) -> None:
     """Collect on the host first: a selector that matches nothing would mark every step skip."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *pytest_args],
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         *pytest_args],
         capture_output=True, text=True, cwd=REPO_ROOT,
     )  # fmt: skip
     if proc.returncode != 0:
@@ -89,7 +92,9 @@ def _prepare(tree: SourceTree, good: str, bad: str) -> tuple[str, str]:
     if git(tree.path, "status", "--porcelain", "--untracked-files=no"):
         raise KernelsError(f"{tree.path} has uncommitted changes: commit or stash them first")
     if Path(git(tree.path, "rev-parse", "--absolute-git-dir"), "BISECT_LOG").exists():
-        raise KernelsError(f"a bisect is already in progress in {tree.path}: 'git bisect reset' first")
+        raise KernelsError(
+            f"a bisect is already in progress in {tree.path}: 'git bisect reset' first"
+        )
     resolved = []
     for label, rev in (("good", good), ("bad", bad)):
         try:
@@ -104,7 +109,15 @@ def bisect(tree: SourceTree, good: str, bad: str, step_args: list[str]) -> str:
     good_rev, bad_rev = _prepare(tree, good, bad)
     git(tree.path, "bisect", "start", bad_rev, good_rev)
     try:
-        command = [sys.executable, "-m", "kernels.bisect.bisect", "step", "--tree", str(tree.path), *step_args]
+        command = [
+            sys.executable,
+            "-m",
+            "kernels.bisect.bisect",
+            "step",
+            "--tree",
+            str(tree.path),
+            *step_args,
+        ]
         proc = subprocess.Popen(
             ["git", "-C", str(tree.path), "bisect", "run", *command],
             stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT,
@@ -118,7 +131,9 @@ def bisect(tree: SourceTree, good: str, bad: str, step_args: list[str]) -> str:
         code = proc.wait()
         found = _FIRST_BAD.search(output)
         if code != 0 or not found:
-            raise KernelsError(f"git bisect run did not find a first bad commit (exit status {code})")
+            raise KernelsError(
+                f"git bisect run did not find a first bad commit (exit status {code})"
+            )
         _say("bisect log:\n" + git(tree.path, "bisect", "log"))
         return found.group(1)
     finally:
@@ -135,7 +150,9 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = cli.add_subparsers(dest="command")
     for name in ("run", "step"):
-        cmd = sub.add_parser(name, help="bisect (default)" if name == "run" else "one step (git bisect run calls it)")
+        cmd = sub.add_parser(
+            name, help="bisect (default)" if name == "run" else "one step (git bisect run calls it)"
+        )
         cmd.add_argument("--tree", type=Path, required=True, help="the kernel git tree")
         if name == "run":
             cmd.add_argument("--good", required=True, help="a revision where the tests pass")

@@ -12,9 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kernels.acquire.from_source.source import debian_tarball, extract_tarball, git_tree
 from kernels.bisect.bisect import bisect, git
 from kernels.bisect.c01 import CASE, PACKAGE, PATCH
-from kernels.acquire.from_source.source import debian_tarball, extract_tarball, git_tree
 from kernels.bisect.vmtest import add_run_options
 from kernels.errors import KernelsError
 from kernels.paths import cache_dir, locked
@@ -58,7 +58,9 @@ def _history(tree: Path) -> None:
     _commit(tree, "demo: harmless note 1")
     _comment(tree, 2)
     _commit(tree, "demo: harmless comment 2 (net/core/dev.c)")
-    proc = subprocess.run(["git", "-C", str(tree), "apply", str(PATCH)], capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "-C", str(tree), "apply", str(PATCH)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise KernelsError(f"cannot apply {PATCH.name} to the demo tree: {proc.stderr.strip()}")
     _commit(tree, "tcp: tcp_fragment() 2019 memory limit again (the demo culprit)")
@@ -92,7 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tree = demo_tree()
         culprit = git(tree, "rev-parse", TAGS[1])
-        step_args = ["-j", str(args.jobs), "--kernel-accel", args.kernel_accel, "--", *args.pytest_args]
+        step_args = [
+            "-j",
+            str(args.jobs),
+            "--kernel-accel",
+            args.kernel_accel,
+            "--",
+            *args.pytest_args,
+        ]
         found = bisect(git_tree(tree), TAGS[0], TAGS[2], step_args)
     except KernelsError as exc:
         print(f"bisect demo: error: {exc}", file=sys.stderr)

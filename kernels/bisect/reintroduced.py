@@ -12,9 +12,9 @@ import argparse
 import sys
 
 from kernels.acquire.from_source.builder import BuildRequest, build
-from kernels.bisect.c01 import CASE, PACKAGE, PATCH
 from kernels.acquire.from_source.make import elapsed
 from kernels.acquire.from_source.source import debian_source
+from kernels.bisect.c01 import CASE, PACKAGE, PATCH
 from kernels.bisect.vmtest import add_run_options, failures, run_tests
 from kernels.errors import KernelsError
 from kernels.matrix.runner import KernelRun
@@ -36,7 +36,9 @@ def _report(label: str, run: KernelRun) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli = argparse.ArgumentParser(prog="check-reintroduced-bug", description=__doc__.splitlines()[0])
+    cli = argparse.ArgumentParser(
+        prog="check-reintroduced-bug", description=__doc__.splitlines()[0]
+    )
     add_run_options(cli, CASE)
     args = cli.parse_args(argv)
     runs: dict[str, KernelRun] = {}
@@ -52,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for label, run in runs.items():
         _report(label, run)
-    stock_ok = not failures(runs["stock"]) and any(r.outcome == "pass" for r in runs["stock"].results)
+    stock_ok = not failures(runs["stock"]) and any(
+        r.outcome == "pass" for r in runs["stock"].results
+    )
     caught = any(r.outcome == "fail" for r in runs["bug-patched"].results)
     if stock_ok and caught:
         print("OK: the tests pass on stock 6.1 and fail on 6.1 with the re-introduced bug")

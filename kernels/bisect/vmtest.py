@@ -8,13 +8,13 @@ runner's `KernelRun` keeps apart and a replayed pytest exit status does not.
 import argparse
 import os
 
-from kernels.acquire.from_source.builder import BuiltKernel
 from kernels.acquire.catalog import PathKernel
-from kernels.paths import REPO_ROOT, cache_dir
-from kernels.vm.procs import Children, reap_leftovers
-from kernels.progress import Status
-from kernels.vm.qemu import InitramfsLauncher
+from kernels.acquire.from_source.builder import BuiltKernel
 from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
+from kernels.paths import REPO_ROOT, cache_dir
+from kernels.progress import Status
+from kernels.vm.procs import Children, reap_leftovers
+from kernels.vm.qemu import InitramfsLauncher
 
 
 def add_run_options(cli: argparse.ArgumentParser, default_tests: str | None = None) -> None:
@@ -52,7 +52,11 @@ def run_tests(built: BuiltKernel, pytest_args: list[str], accel: str, status: St
 
 def failures(run: KernelRun) -> list[str]:
     """`nodeid: message` for each failed or crashed test, the run's problem if it had one."""
-    lines = [f"{r.nodeid}: {r.outcome}: {r.message}" for r in run.results if r.outcome in ("fail", "crash")]
+    lines = [
+        f"{r.nodeid}: {r.outcome}: {r.message}"
+        for r in run.results
+        if r.outcome in ("fail", "crash")
+    ]
     if run.problem is not None:
         lines.append(f"kernel problem: {run.problem.reason}")
     return lines

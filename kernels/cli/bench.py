@@ -17,18 +17,18 @@ import time
 from pathlib import Path
 
 from kernels import tools
-from kernels.vm.accel import choose_accel, print_none
 from kernels.acquire.catalog import KernelSpec, RunningKernel, load_catalog, select
-from kernels.vm.cpio import Entry, archive, directory
-from kernels.errors import KernelsError
 from kernels.acquire.fetch import fetch
-from kernels.vm.initramfs import BUSYBOX
 from kernels.acquire.kernel import BootableKernel
-from kernels.vm.launcher import Accel, Boot, GuestCommand
+from kernels.errors import KernelsError
+from kernels.matrix.runner import RunOptions, run_kernel
 from kernels.paths import REPO_ROOT, cache_dir
+from kernels.vm.accel import choose_accel, print_none
+from kernels.vm.cpio import Entry, archive, directory
+from kernels.vm.initramfs import BUSYBOX
+from kernels.vm.launcher import Accel, Boot, GuestCommand
 from kernels.vm.procs import Children
 from kernels.vm.qemu import InitramfsLauncher, accel_args
-from kernels.matrix.runner import RunOptions, run_kernel
 
 BARE_INIT = "#!/bin/busybox sh\n/bin/busybox reboot -f\n"
 DEFAULT_SELECTION = ["tests/unit/test_kernels_guest.py"]

@@ -22,20 +22,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
-from kernels.cli import subcommands as commands
-from kernels.report import kept_pcaps, record
 from kernels import tools
 from kernels.acquire.catalog import DEFAULT_CATALOG, KernelSpec, RunningKernel, load_catalog, select
+from kernels.cli import subcommands as commands
 from kernels.errors import KernelsError
 from kernels.matrix.expectations import load_expectations
-from kernels.report.outputs import publish
-from kernels.paths import cache_root
-from kernels.vm.procs import Children, reap_leftovers
-from kernels.progress import Board
-from kernels.vm.qemu import InitramfsLauncher
-from kernels.report.table import build, render_text
 from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
 from kernels.matrix.shard import Piece, parse_shard, plan, slice_tests
+from kernels.paths import cache_root
+from kernels.progress import Board
+from kernels.report import kept_pcaps, record
+from kernels.report.outputs import publish
+from kernels.report.table import build, render_text
+from kernels.vm.procs import Children, reap_leftovers
+from kernels.vm.qemu import InitramfsLauncher
 
 
 def _parser() -> argparse.ArgumentParser:

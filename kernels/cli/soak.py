@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernels.errors import KernelsError, run_cli
-from kernels.report.junit import read_junit
-from kernels.paths import cache_root
 from kernels.matrix.results import UNEXPECTED, Outcome
+from kernels.paths import cache_root
+from kernels.report.junit import read_junit
 
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "xfail", "skip", "crash")
 DEFAULT_SELECTION = ["tests/cases"]
@@ -121,7 +121,10 @@ def render(soak: Soak) -> str:
              "VARIED" if key in varied else ("FAILED" if key in failed else "")]
             for key in order]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in [header, *rows]
+    ]
     loads = ", ".join(f"{r.load_before[0]:.1f}→{r.load_after[0]:.1f}" for r in soak.runs)
     lines += ["", f"{len(soak.runs)} run(s), {len(soak.counts)} test(s): "
               f"{len(varied)} varied, {len(failed)} failed at least once; "

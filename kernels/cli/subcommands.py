@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kernels.report import kcidb, record
 from kernels.acquire.catalog import DEFAULT_CATALOG, load_catalog, select
-from kernels.matrix.ci_workflow import ENGINES
 from kernels.errors import KernelsError
+from kernels.matrix.ci_workflow import ENGINES
+from kernels.paths import cache_root
+from kernels.report import kcidb, record
 from kernels.report.merge import merge
 from kernels.report.outputs import publish
-from kernels.paths import cache_root
 from kernels.report.table import render_text
 
 DEFAULT_SELECTION = ["tests/cases"]

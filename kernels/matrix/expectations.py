@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernels.errors import KernelsError
 from kernels.acquire.kernel import version_tuple
+from kernels.errors import KernelsError
 
 DEFAULT_EXPECTATIONS = Path(__file__).resolve().parents[1] / "expectations.toml"
 _OPS: dict[str, Callable[[tuple[int, ...], tuple[int, ...]], bool]] = {

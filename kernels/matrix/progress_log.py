@@ -12,8 +12,8 @@ from pathlib import Path
 
 from _pytest.reports import TestReport
 
-from kernels.progress import Status
 from kernels.matrix.results import Outcome, TestResult
+from kernels.progress import Status
 
 STARTED = "started"
 

@@ -5,16 +5,22 @@ status then work exactly as for a local run; a test the guest never finished (th
 becomes a failure whose text is the console excerpt.
 """
 
+from typing import Literal
+
 import pytest
 from _pytest.reports import TestReport
 
-from kernels.matrix.runner import KernelRun
-from netns.artifacts import folder_name
 from evidence.report_html import ARTIFACTS_PROPERTY
 from kernels.matrix.results import TestResult
+from kernels.matrix.runner import KernelRun
+from netns.artifacts import folder_name
+
+# One phase report as TestReport takes it: (when, outcome, longrepr, wasxfail).
+_Phase = tuple[Literal["setup", "call", "teardown"], Literal["passed", "failed", "skipped"],
+               str | tuple[str, int, str] | None, str]
 
 
-def _phases(result: TestResult | None, run: KernelRun) -> list[tuple[str, str, object, str]]:
+def _phases(result: TestResult | None, run: KernelRun) -> list[_Phase]:
     """(when, outcome, longrepr, wasxfail) reports that tell pytest what happened in the guest."""
     if result is None or result.outcome == "crash":
         problem = run.problem
@@ -47,15 +53,15 @@ def replay(session: pytest.Session, run: KernelRun) -> None:
         result = by_id.get(item.nodeid)
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         # A teardown report closes each test, as in a local run (pytest-html waits for it).
-        teardown = ("teardown", "passed", None, "")
+        teardown: _Phase = ("teardown", "passed", None, "")
         for when, outcome, longrepr, wasxfail in [*_phases(result, run), teardown]:
             report = TestReport(
                 item.nodeid,
                 item.location,
                 {name: 1 for name in item.keywords},
-                outcome,  # type: ignore[arg-type]
-                longrepr,  # type: ignore[arg-type]
-                when,  # type: ignore[arg-type]
+                outcome,
+                longrepr,
+                when,
                 duration=result.duration if result and when == "call" else 0.0,
                 user_properties=[("kernel", run.name), *(result.properties if result else ()),
                                  (ARTIFACTS_PROPERTY, _evidence(run, result))],

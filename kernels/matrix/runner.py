@@ -21,19 +21,19 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernels.matrix import progress_log
-from kernels.vm.accel import choose_accel
 from kernels.acquire.catalog import KernelSpec
-from kernels.vm.console import Crash, tail
-from kernels.errors import KernelsError
 from kernels.acquire.fetch import fetch
-from kernels.vm.initramfs import GUEST_OUT
-from kernels.report.junit import read_junit
 from kernels.acquire.kernel import BootableKernel
+from kernels.errors import KernelsError
+from kernels.matrix import progress_log
+from kernels.matrix.results import TestResult
+from kernels.progress import Status
+from kernels.report.junit import read_junit
+from kernels.vm.accel import choose_accel
+from kernels.vm.console import Crash, tail
+from kernels.vm.initramfs import GUEST_OUT
 from kernels.vm.launcher import Boot, GuestCommand, Launcher
 from kernels.vm.procs import Children
-from kernels.progress import Status
-from kernels.matrix.results import TestResult
 
 # What the suite's topologies use; preloaded so the first test does not pay for autoloading.
 GUEST_MODULES = (

@@ -12,8 +12,6 @@ disk or a CI artifact. Rendered with Jinja2 (pytest-html's own template engine).
 matrix output is written.
 """
 
-from __future__ import annotations
-
 import os
 import re
 import time
@@ -25,14 +23,14 @@ from typing import TYPE_CHECKING
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from kernels.matrix.results import TestResult
-from netns.artifacts import folder_name
 from evidence.page import evidence_html
 from evidence.tracediff import align, describe, first_divergence, read_rows
+from kernels.matrix.results import TestResult
+from netns.artifacts import folder_name
 
 if TYPE_CHECKING:
-    from kernels.report.table import Matrix
     from kernels.matrix.runner import KernelRun
+    from kernels.report.table import Matrix
 
 # The matrix's cell words (kernels.report.table) to colour classes; unknown words stay uncoloured.
 _CLASS = {"pass": "pass", "pass~": "widened", "FAIL": "fail", "XPASS": "xpass",
@@ -74,7 +72,7 @@ def _class(word: str) -> str:
     return _CLASS.get(word.split(" ", 1)[0], "none")
 
 
-def evidence_dir(run: KernelRun, nodeid: str) -> Path:
+def evidence_dir(run: "KernelRun", nodeid: str) -> Path:
     """Where the guest's netns plugin kept this test's pcaps (NETREGRESS_ARTIFACTS)."""
     return run.out_dir / "artifacts" / folder_name(nodeid)
 
@@ -92,7 +90,7 @@ def _pcaps(folder: Path) -> dict[str, Path]:
     return {_COUNTER.sub("", p.name): p for p in sorted(folder.glob("*.pcap"))}
 
 
-def _diffs(passing: KernelRun, failing: KernelRun, nodeid: str) -> list[Diff]:
+def _diffs(passing: "KernelRun", failing: "KernelRun", nodeid: str) -> list[Diff]:
     good, bad = _pcaps(evidence_dir(passing, nodeid)), _pcaps(evidence_dir(failing, nodeid))
     out = []
     for name in [n for n in bad if n in good][:MAX_DIFFED_PCAPS]:
@@ -103,7 +101,7 @@ def _diffs(passing: KernelRun, failing: KernelRun, nodeid: str) -> list[Diff]:
     return out
 
 
-def _detail(matrix: Matrix, run: KernelRun, nodeid: str, result: TestResult, ident: str,
+def _detail(matrix: "Matrix", run: "KernelRun", nodeid: str, result: TestResult, ident: str,
             word: str, out_dir: Path) -> Detail:
     detail = Detail(ident, nodeid, run.name, word, _class(word), result.message)
     if result.outcome == "crash":
@@ -125,7 +123,7 @@ def _detail(matrix: Matrix, run: KernelRun, nodeid: str, result: TestResult, ide
     return detail
 
 
-def render(matrix: Matrix, out_dir: Path, kernel_header: list[str],
+def render(matrix: "Matrix", out_dir: Path, kernel_header: list[str],
            kernel_lines: list[list[str]], symbol: Callable[[TestResult | None], str]) -> str:
     rows, details = [], []
     for r, nodeid in enumerate(matrix.rows):
@@ -148,7 +146,7 @@ def render(matrix: Matrix, out_dir: Path, kernel_header: list[str],
         kernel_lines=kernel_lines, legend=LEGEND, rows=rows, details=details)
 
 
-def write_html(matrix: Matrix, out_dir: Path, kernel_header: list[str],
+def write_html(matrix: "Matrix", out_dir: Path, kernel_header: list[str],
                kernel_lines: list[list[str]], symbol: Callable[[TestResult | None], str]
                ) -> Path:
     path = out_dir / "matrix.html"

@@ -20,10 +20,10 @@ from typing import Any
 import jsonschema
 from kcidb_io import schema
 
-from kernels.report import record
 from kernels.errors import KernelsError
-from kernels.report.table import CONSOLE_ROW
 from kernels.matrix.results import TestResult
+from kernels.report import record
+from kernels.report.table import CONSOLE_ROW
 
 ORIGIN = "netregress"
 _EXCERPT_CHARS = 16384  # the schema's maxLength for log_excerpt

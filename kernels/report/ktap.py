@@ -13,8 +13,8 @@ import pytest
 from _pytest.reports import CollectReport, TestReport
 
 from kernels.matrix.progress_log import outcome_of
-from kernels.report.table import Matrix
 from kernels.matrix.results import TestResult
+from kernels.report.table import Matrix
 
 VERSION_LINE = "KTAP version 1"
 _DETAIL_LINES = 20

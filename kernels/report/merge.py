@@ -11,13 +11,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernels.report import record
-from kernels.vm.console import Crash
 from kernels.errors import KernelsError
-from kernels.report.table import Matrix, build
 from kernels.matrix.results import TestResult
 from kernels.matrix.runner import KernelRun
 from kernels.matrix.shard import Piece, plan
+from kernels.report import record
+from kernels.report.table import Matrix, build
+from kernels.vm.console import Crash
 
 
 @dataclass(frozen=True)

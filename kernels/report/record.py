@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from kernels.acquire.catalog import KernelSpec
-from kernels.vm.console import Crash
-from kernels.errors import KernelsError
 from kernels.acquire.kernel import BootableKernel
-from kernels.report.table import CONSOLE_ROW, Matrix
+from kernels.errors import KernelsError
 from kernels.matrix.results import TestResult
 from kernels.matrix.runner import KernelRun
 from kernels.matrix.shard import Piece
+from kernels.report.table import CONSOLE_ROW, Matrix
+from kernels.vm.console import Crash
 
 RECORD = "runs.json"
 FORMAT = "netregress-matrix-record/1"

@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernels.report.html import write_html
-from kernels.report.junit import write_junit
 from kernels.matrix.results import UNEXPECTED, TestResult
 from kernels.matrix.runner import KernelRun
+from kernels.report.html import write_html
+from kernels.report.junit import write_junit
 
 CONSOLE_ROW = "(kernel console)"
 _CELL = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "skip": "skip", "crash": "CRASH"}
@@ -119,7 +119,7 @@ def _table(header: list[str], rows: list[list[str]], markdown: bool) -> str:
         return "\n".join("| " + " | ".join(line) + " |" for line in escaped)
     widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
     return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in [header, *rows]
     )
 
@@ -199,8 +199,8 @@ def render_markdown(matrix: Matrix) -> str:
 
 
 def to_json(matrix: Matrix) -> dict[str, object]:
-    kernels = [dict(zip(KERNEL_HEADER, _kernel_line(run))) for run in matrix.runs]
-    for entry, run in zip(kernels, matrix.runs):
+    kernels = [dict(zip(KERNEL_HEADER, _kernel_line(run), strict=True)) for run in matrix.runs]
+    for entry, run in zip(kernels, matrix.runs, strict=True):
         entry["console"] = str(run.out_dir / "console.log")
         entry["crash_excerpt"] = run.problem.excerpt if run.problem else ""
     tests = {

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from kernels import tools
 from kernels.acquire.kernel import BootableKernel
-from kernels.vm.launcher import Accel, Boot, GuestCommand, Launcher
 from kernels.paths import cache_dir, locked
 from kernels.progress import Status
+from kernels.vm.launcher import Accel, Boot, GuestCommand, Launcher
 
 PROBE_TIMEOUT = 20.0  # a working KVM guest runs `true` in a few seconds
 

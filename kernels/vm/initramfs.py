@@ -13,10 +13,10 @@ import lzma
 import subprocess
 from pathlib import Path
 
-from kernels.vm.cpio import Entry, archive, directory
-from kernels.errors import KernelsError
 from kernels.acquire.kernel import BootableKernel
+from kernels.errors import KernelsError
 from kernels.paths import cache_dir, locked
+from kernels.vm.cpio import Entry, archive, directory
 
 BUSYBOX = Path("/bin/busybox")
 ROOT_TAG = "nr-root"
@@ -124,7 +124,8 @@ def initramfs_for(kernel: BootableKernel) -> Path:
     modules = boot_modules(kernel)
     names = [path.name.split(".ko")[0] + ".ko" for path in modules]
     entries = [
-        Entry(f"modules/{name}", 0o644, _module_bytes(path)) for name, path in zip(names, modules)
+        Entry(f"modules/{name}", 0o644, _module_bytes(path))
+        for name, path in zip(names, modules, strict=True)
     ]
     order = "".join(f"{name}\n" for name in names)
     extra = archive([*entries, Entry("modules/order", 0o644, order.encode())])

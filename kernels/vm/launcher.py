@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from kernels.vm.console import Crash
 from kernels.acquire.kernel import BootableKernel
 from kernels.progress import Status
+from kernels.vm.console import Crash
 
 Accel = Literal["kvm", "tcg"]
 Verdict = Literal["ok", "crash"]

@@ -13,15 +13,15 @@ import time
 import uuid
 from pathlib import Path
 
-from kernels.vm import console as console_scan
 from kernels import tools
-from kernels.errors import KernelsError
-from kernels.vm.initramfs import GUEST_OUT, OUT_TAG, ROOT_TAG, initramfs_for
 from kernels.acquire.kernel import BootableKernel
-from kernels.vm.launcher import Accel, Boot, GuestCommand, GuestResult
+from kernels.errors import KernelsError
 from kernels.paths import cache_dir
-from kernels.vm.procs import Children
 from kernels.progress import Status
+from kernels.vm import console as console_scan
+from kernels.vm.initramfs import GUEST_OUT, OUT_TAG, ROOT_TAG, initramfs_for
+from kernels.vm.launcher import Accel, Boot, GuestCommand, GuestResult
+from kernels.vm.procs import Children
 
 BOOT_TIMEOUT = 120.0  # seconds from QEMU start to the guest's `booted` marker
 MEMORY_MB = 1024
@@ -82,7 +82,7 @@ class InitramfsLauncher:
             "-append", append,
             "-serial", f"file:{out_dir / 'console.log'}",
         ]  # fmt: skip
-        for number, (socket, tag) in enumerate(zip(sockets, (ROOT_TAG, OUT_TAG))):
+        for number, (socket, tag) in enumerate(zip(sockets, (ROOT_TAG, OUT_TAG), strict=True)):
             argv += [
                 "-chardev", f"socket,id=fs{number},path={socket}",
                 "-device", f"vhost-user-fs-pci,chardev=fs{number},tag={tag}",

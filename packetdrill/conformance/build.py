@@ -7,8 +7,6 @@ of their choice. The tree's sources (not its build products) are copied into
 its own binary. A second call for the same sources only prints the cached path.
 """
 
-from __future__ import annotations
-
 import argparse
 import hashlib
 import os

@@ -5,8 +5,6 @@ Exit status: 0 every compared run agrees (flakes aside), 1 a reproducible disagr
 130 interrupted.
 """
 
-from __future__ import annotations
-
 import argparse
 import datetime
 import os
@@ -178,7 +176,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> tuple[dict[str, Any], int]
     per_variant = {variant: summarize([j for j in jobs if j.variant == variant], runs, reruns)
                    for variant in dict.fromkeys(job.variant for job in jobs)}
     meta = {
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": "scripts/conformance " + shlex.join(argv),
         "record_command": (recorded.get("record_command") if args.against
                            else _record_command(args)),

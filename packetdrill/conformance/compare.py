@@ -2,12 +2,11 @@
 
 The verdict is PASS or not (FAIL and TIMEOUT are both failures, as for upstream's runner);
 a SKIP on either side is not compared, nor is a reference that CRASHed (the binary died on
-a signal, e.g. an assertion on an older kernel: it has no verdict to compare with). In our corpus a script may carry an expect-fail marker:
-then both engines must also fail *with a message the marker matches*, or the marker only
-holds for one of them — a disagreement too, because pytest would pass under one engine only.
+a signal, e.g. an assertion on an older kernel: it has no verdict to compare with). In our
+corpus a script may carry an expect-fail marker: then both engines must also fail *with a
+message the marker matches*, or the marker only holds for one of them — a disagreement too,
+because pytest would pass under one engine only.
 """
-
-from __future__ import annotations
 
 import re
 import statistics

@@ -7,8 +7,6 @@ with our corpus: the same arguments, but a ``--ip_version=`` line in the script 
 variant, and the ``netregress:`` comment markers (expect-fail, skip-if-kernel-has) apply.
 """
 
-from __future__ import annotations
-
 import hashlib
 import shlex
 from dataclasses import dataclass
@@ -16,8 +14,15 @@ from pathlib import Path
 
 from ..errors import PacketdrillError
 from ..loader import CliOptions, read_script
-from ..variants import (COMMON_OPTIONS, EXPECT_FAIL, SKIP_IF_HAS, VARIANTS, args_to_options,
-                        upstream_variants, variants_for)
+from ..variants import (
+    COMMON_OPTIONS,
+    EXPECT_FAIL,
+    SKIP_IF_HAS,
+    VARIANTS,
+    args_to_options,
+    upstream_variants,
+    variants_for,
+)
 
 CONVENTIONS = ("upstream", "ours")
 # --ip-version choices → variants kept (of those the convention chooses for a script).

@@ -7,8 +7,6 @@ namespaces have no name to collide or leak, and vanish with their last process, 
 with us (``PR_SET_PDEATHSIG``) — so a parallel run, a crash or Ctrl-C leaves nothing behind.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Protocol
 

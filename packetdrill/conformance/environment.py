@@ -9,8 +9,6 @@ Namespace-local values are read (and write-probed) inside a fresh anonymous name
 running this module in a child under ``unshare --net``: nothing is ever written outside it.
 """
 
-from __future__ import annotations
-
 import gzip
 import json
 import os

@@ -7,8 +7,6 @@ process hygiene): the guest runs this very command without ``--kernel``, writes 
 progress into the output share, and the host renders the report from that JSON.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import threading
@@ -16,16 +14,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernels.vm.accel import choose_accel
 from kernels.acquire.catalog import load_catalog, lookup
-from kernels.errors import KernelsError
 from kernels.acquire.fetch import fetch
+from kernels.errors import KernelsError
+from kernels.matrix.runner import GUEST_MODULES, RunOptions, guest_env
+from kernels.paths import REPO_ROOT, cache_dir
+from kernels.vm.accel import choose_accel
 from kernels.vm.initramfs import GUEST_OUT
 from kernels.vm.launcher import Boot, GuestCommand
-from kernels.paths import REPO_ROOT, cache_dir
 from kernels.vm.procs import Children, reap_leftovers
 from kernels.vm.qemu import InitramfsLauncher
-from kernels.matrix.runner import GUEST_MODULES, RunOptions, guest_env
 
 from . import record
 from .environment import config_hz

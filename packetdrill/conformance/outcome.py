@@ -5,8 +5,6 @@ so the harness compares verdicts (PASS / FAIL / TIMEOUT / SKIP / CRASH) and keep
 error line, path-free, to group disagreements by cause.
 """
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass
 

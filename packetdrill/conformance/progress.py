@@ -4,8 +4,6 @@ On a terminal one counter line is rewritten in place; into a file or pipe (CI lo
 finished run gets its own line, since carriage returns would garble a log.
 """
 
-from __future__ import annotations
-
 import sys
 import threading
 from typing import TextIO

@@ -5,8 +5,6 @@ script's sha256: a reference recorded from another version of a script must not 
 with today's, so a mismatch is reported as stale with the command that re-records it.
 """
 
-from __future__ import annotations
-
 import json
 from dataclasses import asdict
 from pathlib import Path

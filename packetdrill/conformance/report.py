@@ -5,8 +5,6 @@ It reads only the JSON document, so a run inside a VM guest (``--kernel``) is re
 the host exactly like a local one.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from .environment import describe
@@ -39,7 +37,7 @@ def render(doc: dict[str, Any]) -> str:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     out.append("")
     out += ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w)
-                      in enumerate(zip(row, widths))) for row in table]
+                      in enumerate(zip(row, widths, strict=True))) for row in table]
     summary = doc["summary"]
     ratio = summary["median_wall_ratio"]
     if ratio is not None:

@@ -5,8 +5,6 @@ was late); a disagreement that does not come back when nothing else runs is a fl
 conformance bug. Only disagreements that persist in every re-run count as reproducible.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass

@@ -5,8 +5,6 @@ one) or a reference JSON we write on purpose with wrong verdicts, which must sho
 reproducible disagreement and, for a script the builtin engine passes, as a false pass.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import subprocess

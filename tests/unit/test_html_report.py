@@ -7,8 +7,6 @@ it), and the plot shows the expected box well right of the actual segment: a rea
 ``.pkt`` item with a real pcap, no VM needed.
 """
 
-from __future__ import annotations
-
 import html
 import json
 import re
@@ -149,10 +147,10 @@ def test_trace_diff_aligns_real_traces_and_names_the_first_divergence(tmp_path: 
 
 
 def test_matrix_page_colours_every_verdict_and_keeps_the_crash_console(tmp_path: Path) -> None:
-    from kernels.vm.console import Crash
-    from kernels.report.table import build, write_outputs
     from kernels.matrix.results import TestResult
     from kernels.matrix.runner import KernelRun
+    from kernels.report.table import build, write_outputs
+    from kernels.vm.console import Crash
 
     tests = [f"t.py::test_{name}" for name in ("a", "b", "c", "d", "e")]
     old = KernelRun("old", tmp_path / "out/old", results=[
@@ -174,11 +172,11 @@ def test_matrix_page_colours_every_verdict_and_keeps_the_crash_console(tmp_path:
 
 
 def test_matrix_keeps_passing_pcaps_only_where_another_kernel_failed(tmp_path: Path) -> None:
+    from kernels.matrix.results import TestResult
+    from kernels.matrix.runner import KernelRun
     from kernels.report import kept_pcaps
     from kernels.report.html import evidence_dir
     from kernels.report.table import build
-    from kernels.matrix.results import TestResult
-    from kernels.matrix.runner import KernelRun
 
     split, green = "t.py::test_split", "t.py::test_green"
     good = KernelRun("good", tmp_path / "good", results=[

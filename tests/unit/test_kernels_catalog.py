@@ -7,12 +7,18 @@ from pathlib import Path
 import pytest
 
 from kernels.acquire.catalog import (
-    DebianKernel, PathKernel, RunningKernel, SourceKernel, load_catalog, lookup, parse_catalog,
+    DebianKernel,
+    PathKernel,
+    RunningKernel,
+    SourceKernel,
+    load_catalog,
+    lookup,
+    parse_catalog,
     select,
 )  # fmt: skip
-from kernels.errors import KernelsError
 from kernels.acquire.fetch import fetch
 from kernels.acquire.kernel import build_version, bzimage_banner, version_tuple
+from kernels.errors import KernelsError
 
 
 def test_shipped_catalog_has_the_promised_kernels() -> None:

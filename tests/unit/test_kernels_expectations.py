@@ -4,7 +4,10 @@ import pytest
 
 from kernels.errors import KernelsError
 from kernels.matrix.expectations import (
-    VersionRange, expected_failure, load_expectations, parse_expectations,
+    VersionRange,
+    expected_failure,
+    load_expectations,
+    parse_expectations,
 )  # fmt: skip
 
 ENTRIES = """

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from kernels import tools
-from kernels.vm.cpio import Entry, archive, directory
 from kernels.errors import KernelsError
+from kernels.vm.cpio import Entry, archive, directory
 from kernels.vm.procs import Children, reap_leftovers
 
 

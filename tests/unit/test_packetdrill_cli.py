@@ -1,8 +1,6 @@
 """The engine's command line: upstream-compatible exit codes and diagnostics, -v output, the
 pcap of a run, and that each run lives in its own network namespace."""
 
-from __future__ import annotations
-
 import subprocess
 import sys
 from pathlib import Path

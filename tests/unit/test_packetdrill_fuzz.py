@@ -4,8 +4,6 @@ is a ``file:line: message`` diagnostic (or an option error naming the file).
 The corpus mutants (every ``*.pkt`` under tests/, mutated by :mod:`packetdrill.fuzz`)
 are the bulk: 1,000 per run here, many more in ``scripts/bench-packetdrill-fuzz``."""
 
-from __future__ import annotations
-
 import random
 from pathlib import Path
 

@@ -1,8 +1,6 @@
 """Outbound verification order and messages (docs/packetdrill-language.md §5.7), TSO merging
 (§5.8) and the script↔live sequence mapping (§5.6), on hand-built packets."""
 
-from __future__ import annotations
-
 import pytest
 
 from packetdrill.config import Config

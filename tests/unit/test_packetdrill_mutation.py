@@ -7,8 +7,6 @@ reason (a timing hiccup, a parse error) would prove nothing about the field. The
 few and chosen from quick scripts, so the whole file stays a few seconds per worker.
 """
 
-from __future__ import annotations
-
 import re
 import shutil
 from dataclasses import dataclass

@@ -1,8 +1,6 @@
 """Lexer and parser of the packetdrill engine: the reference's lexical rules and the exact
 ``file:line: message`` diagnostics, checked without touching the kernel."""
 
-from __future__ import annotations
-
 import pytest
 
 from packetdrill.errors import ConfigError, ScriptError
@@ -146,7 +144,7 @@ def test_errors_have_upstreams_text_and_line(text: str, message: str) -> None:
 
 def test_icmp_names_follow_the_ip_version() -> None:
     script, _ = parse("0 < icmp packet_too_big mtu 1280\n", ("ip_version", "ipv6"))
-    assert script.events[0].action.l4.mtu == 1280  # type: ignore[union-attr]
+    assert script.events[0].action.l4.mtu == 1280
 
 
 def test_bad_address_for_the_family() -> None:

@@ -1,8 +1,6 @@
 """The timing policy: packetdrill's base rule on both sides, measured slack on the late side
 only, a bound above which timing is not checkable, and how each verdict is reported."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 
@@ -11,9 +9,15 @@ import pytest
 from packetdrill.backend import Backend, run_isolated
 from packetdrill.calibrate import MAX_SLACK_USECS, slack_from
 from packetdrill.result import RunResult
-from packetdrill.tolerance import (LATE_BOUND_USECS, TIMING_PROPERTY, TimingRecord,
-                                         Tolerance, classify_message, judge_run,
-                                         slack_for_scale)
+from packetdrill.tolerance import (
+    LATE_BOUND_USECS,
+    TIMING_PROPERTY,
+    TimingRecord,
+    Tolerance,
+    classify_message,
+    judge_run,
+    slack_for_scale,
+)
 
 pytest_plugins = ["pytester"]
 SLACK = Tolerance().with_slack(20_000, "calibrated")

@@ -1,8 +1,6 @@
 """The upstream-binary adapter, checked against output recorded in the reference
 (docs/packetdrill-language.md, the **[observed]** examples): no binary can be installed here."""
 
-from __future__ import annotations
-
 import os
 import stat
 from pathlib import Path

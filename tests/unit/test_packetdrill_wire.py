@@ -1,7 +1,5 @@
 """Packet encoding/decoding and the short dump format, cross-checked with scapy."""
 
-from __future__ import annotations
-
 import pytest
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import IPv6

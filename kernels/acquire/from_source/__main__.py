@@ -1,4 +1,5 @@
-"""`python -m kernels.acquire.from_source`: build a kernel the matrix can boot (what scripts/build-kernel runs).
+"""`python -m kernels.acquire.from_source`: build a kernel the matrix can boot (what
+scripts/build-kernel runs).
 
 Why a separate entry point from the matrix: a build takes tens of minutes cold; users build
 once (and again after each change), then boot the result many times by path.
@@ -27,15 +28,21 @@ def parser() -> argparse.ArgumentParser:
         "needs built in) into a directory the matrix boots: bzImage + lib/modules/<release>.",
     )
     src = cli.add_mutually_exclusive_group(required=True)
-    src.add_argument("--debian", metavar="PACKAGE", help="a Debian source package, e.g. linux-source-6.1")
-    src.add_argument("--tree", type=Path, metavar="DIR", help="a kernel source tree (e.g. a git checkout)")
+    src.add_argument(
+        "--debian", metavar="PACKAGE", help="a Debian source package, e.g. linux-source-6.1"
+    )
+    src.add_argument(
+        "--tree", type=Path, metavar="DIR", help="a kernel source tree (e.g. a git checkout)"
+    )
     cli.add_argument("--patch", type=Path, action="append", default=[], metavar="FILE",
                      help="apply this patch first (repeatable; --debian sources only)")
     cli.add_argument("--config", type=Path, action="append", default=[], metavar="FRAGMENT",
                      help="an extra config fragment merged after kernels/configs/netregress.config")
     cli.add_argument("--name", help="result name (default: the source id plus patch names)")
     cli.add_argument("--out", type=Path, metavar="DIR", help="result dir (default: in the cache)")
-    cli.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="make -j (default: all CPUs)")
+    cli.add_argument(
+        "-j", "--jobs", type=int, default=os.cpu_count() or 1, help="make -j (default: all CPUs)"
+    )
     return cli  # fmt: skip
 
 
@@ -56,12 +63,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"build-kernel: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("build-kernel: interrupted (the next build continues where this one stopped)", file=sys.stderr)
+        print(
+            "build-kernel: interrupted (the next build continues where this one stopped)",
+            file=sys.stderr,
+        )
         return 130
     print(f"built {result.name} ({result.release}) in {elapsed(result.seconds)}")
     print(f"  image:   {result.image}")
     print(f"  modules: {result.modules}")
-    print(f"  boot it: scripts/matrix --kernels {result.image}   or   pytest --kernel {result.image}")
+    print(
+        f"  boot it: scripts/matrix --kernels {result.image}   or   pytest --kernel {result.image}"
+    )
     return 0
 
 

@@ -44,7 +44,8 @@ class BuildRequest:
     jobs: int = os.cpu_count() or 1
 
     def result_name(self) -> str:
-        """The source id plus the patch names: stock and patched builds never overwrite each other."""
+        """The source id plus the patch names: stock and patched builds never overwrite each
+        other."""
         if self.name:
             return self.name
         return "+".join([self.source.id, *(path.stem for path in self.patches)])
