@@ -8,7 +8,6 @@ Why `-M pc`: `microvm` hangs in early boot with several TCG guests at once (vm-n
 
 import shlex
 import shutil
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -22,6 +21,7 @@ from kernels.launcher import Accel, Boot, GuestCommand, GuestResult
 from kernels.paths import cache_dir
 from kernels.procs import Children
 from kernels.progress import Status
+from netns.process import Process
 
 BOOT_TIMEOUT = 120.0  # seconds from QEMU start to the guest's `booted` marker
 MEMORY_MB = 1024
@@ -60,7 +60,7 @@ class InitramfsLauncher:
         self.children = children
         self.smp = smp
 
-    def _wait_socket(self, proc: subprocess.Popen[bytes], socket: Path, log: Path) -> None:
+    def _wait_socket(self, proc: Process, socket: Path, log: Path) -> None:
         deadline = time.monotonic() + 10
         while not socket.exists():
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -103,7 +103,7 @@ class InitramfsLauncher:
         (out_dir / "guest.sh").write_text(guest_script(boot.command))
         work = cache_dir("run", uuid.uuid4().hex[:12])
         sockets = (work / "root.sock", work / "out.sock")
-        procs: list[subprocess.Popen[bytes]] = []
+        procs: list[Process] = []
         start = time.monotonic()
         try:
             with (work / "virtiofsd.log").open("wb") as log:
@@ -133,7 +133,7 @@ class InitramfsLauncher:
 
     def _watch(
         self,
-        qemu: subprocess.Popen[bytes],
+        qemu: Process,
         out_dir: Path,
         start: float,
         timeout: float,

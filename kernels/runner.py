@@ -25,7 +25,6 @@ from kernels import progress_log
 from kernels.accel import choose_accel
 from kernels.catalog import KernelSpec
 from kernels.console import Crash, tail
-from kernels.errors import KernelsError
 from kernels.fetch import fetch
 from kernels.initramfs import GUEST_OUT
 from kernels.junit import read_junit
@@ -34,6 +33,7 @@ from kernels.launcher import Boot, GuestCommand, Launcher
 from kernels.procs import Children
 from kernels.progress import Status
 from kernels.results import TestResult
+from netns.errors import NetregressError
 
 # What the suite's topologies use; preloaded so the first test does not pay for autoloading.
 GUEST_MODULES = (
@@ -164,7 +164,7 @@ def run_kernel(
             exit_status = _on_host(run.kernel, options, run, children)
         else:
             exit_status = _in_vm(run.kernel, options, run, launcher, status)
-    except KernelsError as exc:
+    except NetregressError as exc:  # a KernelsError, or the process core refusing to spawn
         run.problem = Crash(f"cannot run: {exc}", "")
         return run
     finally:

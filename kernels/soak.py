@@ -24,10 +24,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernels.errors import KernelsError, run_cli
+from kernels.errors import KernelsError
 from kernels.junit import read_junit
 from kernels.paths import cache_root
 from kernels.results import UNEXPECTED, Outcome
+from netns.errors import run_cli
 
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "xfail", "skip", "crash")
 DEFAULT_SELECTION = ["tests/cases"]

@@ -1,6 +1,6 @@
 """netregress's library: namespaces, links, topologies, captures and counters for tests.
 
-Names are imported lazily (PEP 562): ``import netns.packetdrill`` or ``netns.commands`` must not
+Names are imported lazily (PEP 562): ``import netns.packetdrill`` or ``netns.process`` must not
 pay for pyroute2 and scapy, which the packetdrill engine never uses.
 """
 
@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "CmdResult": "commands", "cmd": "commands", "require_tool": "commands", "spawn": "commands",
+    "CmdResult": "commands", "cmd": "commands", "Process": "process", "require_tool": "process",
     "CmdError": "errors", "FeatureMissing": "errors", "MissingTool": "errors",
     "NetregressError": "errors", "NotPrivileged": "errors",
     "Link": "links", "Namespace": "namespace",

@@ -21,8 +21,8 @@ from scapy.packet import Packet
 from scapy.utils import rdpcap
 
 from . import artifacts
-from .commands import Process
 from .errors import NetregressError
+from .process import Process
 
 if TYPE_CHECKING:
     from .namespace import Namespace
@@ -57,8 +57,8 @@ class Capture:
 
     def _wait_listening(self) -> None:
         """Block until tcpdump prints 'listening on', i.e. its socket is really attached."""
-        assert self._proc is not None and self._proc.popen.stderr is not None
-        stderr = self._proc.popen.stderr
+        assert self._proc is not None and self._proc.stderr is not None
+        stderr = self._proc.stderr
         deadline = time.monotonic() + _READY_TIMEOUT
         seen = b""
         while b"listening on" not in seen:
@@ -80,8 +80,8 @@ class Capture:
             return
         self._settle()
         self._proc.stop()
-        if self._proc.popen.stderr is not None and not self._proc.popen.stderr.closed:
-            self.summary = self._proc.popen.stderr.read().decode(errors="replace")
+        if self._proc.stderr is not None and not self._proc.stderr.closed:
+            self.summary = self._proc.stderr.read().decode(errors="replace")
 
     def _settle(self, quiet_polls: int = 3, limit: float = 2.0) -> None:
         """Wait until the pcap size has not changed for *quiet_polls* polls in a row."""

@@ -1,11 +1,15 @@
-"""Exceptions that carry a message a user can act on.
+"""Exceptions that carry a message a user can act on, and the entry points' contract.
 
 Every failure a user can cause (missing tool, no privileges, bad input, a kernel without a
-feature) is raised as a :class:`NetregressError` subclass so the CLI and the pytest plugin can
-print one clear line instead of a traceback.
+feature) is raised as a :class:`NetregressError` subclass — the library's own here, the kernel
+matrix's ``KernelsError``, the packetdrill engine's errors — so every ``scripts/`` entry point
+(:func:`run_cli`) and the pytest plugins print one clear line instead of a traceback.
 """
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Callable
 
 
 class NetregressError(Exception):
@@ -38,3 +42,17 @@ class NotPrivileged(NetregressError):
 
 class FeatureMissing(NetregressError):
     """The running kernel lacks a feature (ipip, gre, netem, …) a case needs."""
+
+
+def run_cli(prog: str, body: Callable[[], int], *, interrupted: str = "interrupted",
+            status: int = 2) -> int:
+    """Run an entry point's *body*: a NetregressError is ``prog: message`` and exit *status*,
+    a Ctrl-C is ``prog: interrupted`` and exit 130 — never a traceback."""
+    try:
+        return body()
+    except NetregressError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return status
+    except KeyboardInterrupt:
+        print(f"{prog}: {interrupted}", file=sys.stderr)
+        return 130

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from .errors import NetregressError
 
 if TYPE_CHECKING:
-    from .commands import Process
     from .namespace import Namespace
+    from .process import Process
 
 _READY_TIMEOUT = 10.0
 
@@ -76,7 +76,7 @@ class TcpEchoServer:
     def __enter__(self) -> "TcpEchoServer":
         self._proc = self.ns.spawn([sys.executable, "-c", _ECHO_SERVER, self.addr,
                                     str(self.port)], stdout=subprocess.PIPE)
-        stdout = self._proc.popen.stdout
+        stdout = self._proc.stdout
         assert stdout is not None
         if not select.select([stdout], [], [], _READY_TIMEOUT)[0] or \
                 stdout.readline().strip() != b"ready":

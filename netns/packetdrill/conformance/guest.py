@@ -9,7 +9,6 @@ progress into the output share, and the host renders the report from that JSON.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -22,8 +21,8 @@ from kernels.errors import KernelsError
 from kernels.fetch import fetch
 from kernels.initramfs import GUEST_OUT
 from kernels.launcher import Boot, GuestCommand
-from kernels.paths import REPO_ROOT, cache_dir
-from kernels.procs import Children, reap_leftovers
+from kernels.paths import REPO_ROOT
+from kernels.procs import Children, reap_leftovers, run_dir
 from kernels.qemu import InitramfsLauncher
 from kernels.runner import GUEST_MODULES, RunOptions, guest_env
 
@@ -46,7 +45,7 @@ def run_in_kernel(name: str, argv: list[str], accel: str) -> tuple[dict[str, Any
         kernel = fetch(spec, lambda message: _say(f"{spec.name}: {message}"))
     except KernelsError as err:
         raise GuestProblem(str(err)) from None
-    out_dir = cache_dir("runs", f"{os.getpid()}-conformance-{spec.name}")
+    out_dir = run_dir(f"conformance-{spec.name}")
     for stale in (_JSON, _PROGRESS):
         (out_dir / stale).unlink(missing_ok=True)
     command = [sys.executable, "-m", "netns.packetdrill.conformance", *argv,
