@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernels.paths import locked
+from netns.errors import NetregressError
 
 TOOLS = ("bison", "flex", "make")
 COMPILERS = ("gcc", "cc")
@@ -27,7 +28,7 @@ _BUILD_PRODUCTS = (".o", ".a", ".so")
 _SUBDIR = Path("gtests/net/packetdrill")
 
 
-class BuildError(Exception):
+class BuildError(NetregressError):
     """Something the user can fix: a wrong folder, a missing tool, a failed build."""
 
 

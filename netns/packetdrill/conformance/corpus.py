@@ -14,6 +14,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from netns.errors import NetregressError
+
 from ..errors import PacketdrillError
 from ..loader import CliOptions, read_script
 from ..variants import (COMMON_OPTIONS, EXPECT_FAIL, SKIP_IF_HAS, VARIANTS, args_to_options,
@@ -27,7 +29,7 @@ IP_VERSIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-class CorpusError(Exception):
+class CorpusError(NetregressError):
     """Bad input: a missing corpus folder, an empty corpus, unusable extra arguments."""
 
 
