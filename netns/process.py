@@ -206,7 +206,9 @@ def _record_path(directory: Path, pid: int) -> Path:
 
 def _record(directory: Path, proc: Process) -> None:
     start = naming.process_start_time(proc.pid)
-    record = {"pid": proc.pid, "start": start, "argv": proc.argv}
+    # "owner" and "argv" are what older netregress checkouts sharing the cache check before
+    # they delete or act on a record; without them such a checkout drops a live run's records.
+    record = {"pid": proc.pid, "start": start, "owner": os.getpid(), "argv": proc.argv}
     _record_path(directory, proc.pid).write_text(json.dumps(record))
 
 
