@@ -8,12 +8,14 @@ Three layers, because each covers a failure the others miss:
   pidfile a dead run wrote and that still has the recorded start time.
 What is the matrix's own: a child's stdout and stderr go to one log, and it runs in a session
 of its own, so a Ctrl-C at the terminal reaches only us and we stop the VMs in order. A run's
-guest output directory is named after the run too: kept while the run lives (and after, for
-the user to read), dropped by the next run once its owner is gone.
+directories in the cache are named after the run too, and dropped by the next run once their
+owner is gone: the guest output (kept after the run, for the user to read) and the scratch
+directory of a VM's sockets (removed by the run itself unless it was SIGKILLed).
 """
 
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 from typing import IO
 
@@ -49,15 +51,23 @@ class Children:
         self._group.stop_all(grace=1.0)
 
 
+_OWNED_DIRS = ("runs", "run")  # cache folders whose entries are named after their run
+
+
 def run_dir(label: str) -> Path:
     """A guest output directory in the cache owned by this run (see `reap_leftovers`)."""
     return cache_dir("runs", f"{naming.run_id()}-{label}")
 
 
+def scratch_dir() -> Path:
+    """A new scratch directory (a VM's sockets) owned by this run; the caller removes it."""
+    return cache_dir("run", f"{naming.run_id()}-{uuid.uuid4().hex[:12]}")
+
+
 def reap_leftovers() -> list[int]:
-    """Kill children of dead runs whose pidfile we wrote and drop those runs' guest output;
+    """Kill children of dead runs whose pidfile we wrote and drop those runs' directories;
     returns the PIDs killed."""
-    runs = cache_dir("runs")
-    for name in process.leftovers(p.name for p in runs.iterdir()):
-        shutil.rmtree(runs / name, ignore_errors=True)
+    for folder in map(cache_dir, _OWNED_DIRS):
+        for name in process.leftovers(p.name for p in folder.iterdir()):
+            shutil.rmtree(folder / name, ignore_errors=True)
     return process.reap_records(cache_dir("pids"))

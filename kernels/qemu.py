@@ -9,7 +9,6 @@ Why `-M pc`: `microvm` hangs in early boot with several TCG guests at once (vm-n
 import shlex
 import shutil
 import time
-import uuid
 from pathlib import Path
 
 from kernels import console as console_scan
@@ -18,8 +17,7 @@ from kernels.errors import KernelsError
 from kernels.initramfs import GUEST_OUT, OUT_TAG, ROOT_TAG, initramfs_for
 from kernels.kernel import BootableKernel
 from kernels.launcher import Accel, Boot, GuestCommand, GuestResult
-from kernels.paths import cache_dir
-from kernels.procs import Children
+from kernels.procs import Children, scratch_dir
 from kernels.progress import Status
 from netns.process import Process
 
@@ -101,7 +99,7 @@ class InitramfsLauncher:
             f"NR_MODULES={shlex.quote(str(kernel.modules.resolve()))}\n"
         )
         (out_dir / "guest.sh").write_text(guest_script(boot.command))
-        work = cache_dir("run", uuid.uuid4().hex[:12])
+        work = scratch_dir()
         sockets = (work / "root.sock", work / "out.sock")
         procs: list[Process] = []
         start = time.monotonic()

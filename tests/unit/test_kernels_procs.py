@@ -1,4 +1,4 @@
-"""The matrix's children are recorded for the next run; a dead run's guest output is reaped.
+"""The matrix's children are recorded for the next run; a dead run's directories are reaped.
 
 The process core's own guarantees (PDEATHSIG, stop by PID, record reaping) are proven in
 test_process.py."""
@@ -11,7 +11,7 @@ import pytest
 from kernels import tools
 from kernels.cpio import Entry, archive, directory
 from kernels.errors import KernelsError
-from kernels.procs import Children, reap_leftovers, run_dir
+from kernels.procs import Children, reap_leftovers, run_dir, scratch_dir
 from netns import naming
 from netns.errors import NetregressError
 
@@ -34,18 +34,23 @@ def test_stop_all_stops_children_and_refuses_new_ones(tmp_path: Path) -> None:
         children.spawn(["sleep", "60"])
 
 
-def test_reap_drops_dead_runs_guest_output_only(tmp_path: Path) -> None:
-    """A dead run's output directory goes; ours (alive) and one without our prefix stay."""
+def test_reap_drops_dead_runs_directories_only(tmp_path: Path) -> None:
+    """A dead run's guest output and VM scratch directories go; ours (alive) and those
+    without our prefix stay."""
     proc = subprocess.Popen(["sleep", "60"])
     dead = f"{naming.PREFIX}{proc.pid}s{naming.process_start_time(proc.pid)}"
     proc.kill()
     proc.wait()
-    runs = tmp_path / "cache/netregress/kernels/runs"
-    (runs / f"{dead}-bookworm-6.1").mkdir(parents=True)
-    (runs / "linux-6.1-stock").mkdir()  # a built kernel's run (scripts/check-reintroduced-bug)
-    mine = run_dir("bookworm-6.1")
+    cache = tmp_path / "cache/netregress/kernels"
+    (cache / "runs" / f"{dead}-bookworm-6.1").mkdir(parents=True)
+    (cache / "runs" / "linux-6.1-stock").mkdir()  # a built kernel's (check-reintroduced-bug)
+    (cache / "run" / f"{dead}-0123456789ab").mkdir(parents=True)
+    (cache / "run" / "tmpabcd").mkdir()  # a TemporaryDirectory of a probe
+    mine = [run_dir("bookworm-6.1"), scratch_dir()]
     assert reap_leftovers() == []
-    assert sorted(p.name for p in runs.iterdir()) == sorted(["linux-6.1-stock", mine.name])
+    assert sorted(p.name for p in (cache / "runs").iterdir()) == sorted(
+        ["linux-6.1-stock", mine[0].name])
+    assert sorted(p.name for p in (cache / "run").iterdir()) == sorted(["tmpabcd", mine[1].name])
 
 
 def test_missing_tools_tell_the_user_what_to_run(
