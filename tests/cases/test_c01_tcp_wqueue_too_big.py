@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from netns import sockets
-from netns.packetdrill.pytest_plugin import PktItem, run_for_test
+from packetdrill.pytest_plugin import PktItem, run_for_test
 from netns.variants import broken
 
 SCRIPT = Path(__file__).parent / "packetdrill" / "c01-tcp-wqueue-too-big-v4.pkt"

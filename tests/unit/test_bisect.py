@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from kernels.build import bisect, demo
-from kernels.build.source import git_tree
-from kernels.console import Crash
+from kernels.bisect import bisect, demo
+from kernels.acquire.from_source.source import git_tree
+from kernels.vm.console import Crash
 from kernels.errors import KernelsError
-from kernels.results import TestResult
-from kernels.runner import KernelRun
+from kernels.matrix.results import TestResult
+from kernels.matrix.runner import KernelRun
 from tests.unit.test_kernel_build import fake_tree
 
 

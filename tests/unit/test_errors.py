@@ -4,8 +4,8 @@ import pytest
 
 from kernels.errors import KernelsError
 from netns.errors import MissingTool, NetregressError, run_cli
-from netns.packetdrill.conformance.errors import UsageProblem
-from netns.packetdrill.errors import ScriptError
+from packetdrill.conformance.errors import UsageProblem
+from packetdrill.errors import ScriptError
 
 
 @pytest.mark.parametrize("error", [

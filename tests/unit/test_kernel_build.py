@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from kernels.build import config, make
-from kernels.build.builder import BuildRequest
-from kernels.build.c01 import PACKAGE, PATCH
-from kernels.build.patches import Patch, sync_patches
-from kernels.build.source import (
+from kernels.acquire.from_source import config, make
+from kernels.acquire.from_source.builder import BuildRequest
+from kernels.bisect.c01 import PACKAGE, PATCH
+from kernels.acquire.from_source.patches import Patch, sync_patches
+from kernels.acquire.from_source.source import (
     USR_SRC,
     SourceTree,
     debian_tarball,

@@ -3,7 +3,7 @@
 import pytest
 
 from kernels.errors import KernelsError
-from kernels.expectations import (
+from kernels.matrix.expectations import (
     VersionRange, expected_failure, load_expectations, parse_expectations,
 )  # fmt: skip
 

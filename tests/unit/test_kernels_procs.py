@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from kernels import tools
-from kernels.cpio import Entry, archive, directory
+from kernels.vm.cpio import Entry, archive, directory
 from kernels.errors import KernelsError
-from kernels.procs import Children, reap_leftovers, run_dir, scratch_dir
+from kernels.vm.procs import Children, reap_leftovers, run_dir, scratch_dir
 from netns import naming
 from netns.errors import NetregressError
 

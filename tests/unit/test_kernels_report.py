@@ -6,15 +6,15 @@ from pathlib import Path
 import pytest
 from _pytest.reports import TestReport
 
-from kernels import progress_log
-from kernels.console import Crash
-from kernels.junit import read_junit
-from kernels.kernel import BootableKernel
-from kernels.report import (CONSOLE_ROW, TIMING_PROPERTY, build, render_markdown, render_text,
+from kernels.matrix import progress_log
+from kernels.vm.console import Crash
+from kernels.report.junit import read_junit
+from kernels.acquire.kernel import BootableKernel
+from kernels.report.table import (CONSOLE_ROW, TIMING_PROPERTY, build, render_markdown, render_text,
                             to_json, write_outputs)
-from kernels.results import TestResult
-from kernels.runner import KernelRun
-from netns.packetdrill.tolerance import TimingRecord, Tolerance
+from kernels.matrix.results import TestResult
+from kernels.matrix.runner import KernelRun
+from packetdrill.tolerance import TimingRecord, Tolerance
 
 A, B, C = "t.py::test_a", "t.py::test_b", "t.py::test_c"
 

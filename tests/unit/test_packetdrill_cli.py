@@ -9,7 +9,7 @@ from pathlib import Path
 
 from scapy.utils import rdpcap
 
-from netns.packetdrill.backend import engine_command
+from packetdrill.backend import engine_command
 
 UDP_SCRIPT = """\
     0 socket(..., SOCK_DGRAM, IPPROTO_UDP) = 3

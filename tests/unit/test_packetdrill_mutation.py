@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from netns.packetdrill.backend import Backend, run_isolated
-from netns.packetdrill.variants import variant_options
+from packetdrill.backend import Backend, run_isolated
+from packetdrill.variants import variant_options
 
 TESTS = Path(__file__).parents[1]
 PASSIVE = "packetdrill/tcp/passive-open-close.pkt"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from netns.packetdrill.errors import ConfigError, ScriptError
-from netns.packetdrill.lexer import tokenize
-from netns.packetdrill.loader import load_script
-from netns.packetdrill.model import CodeEvent, CommandEvent, PacketEvent, SyscallEvent, TcpSpec
+from packetdrill.errors import ConfigError, ScriptError
+from packetdrill.lexer import tokenize
+from packetdrill.loader import load_script
+from packetdrill.model import CodeEvent, CommandEvent, PacketEvent, SyscallEvent, TcpSpec
 
 HANDSHAKE = """\
     0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
