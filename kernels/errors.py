@@ -1,11 +1,11 @@
 """The one exception type the kernel matrix raises for bad input or a broken environment.
 
-A :class:`netns.errors.NetregressError`, so every entry point prints it the same way
-(:func:`netns.errors.run_cli`): its message without a traceback. Every message must say what
+A :class:`netregress.errors.NetregressError`, so every entry point prints it the same way
+(:func:`netregress.errors.run_cli`): its message without a traceback. Every message must say what
 went wrong and what the user can do about it.
 """
 
-from netns.errors import NetregressError
+from netregress.errors import NetregressError
 
 
 class KernelsError(NetregressError):

@@ -6,10 +6,11 @@ package and imports nothing from here in the engine process, so this needs no la
 """
 
 from netns.commands import CmdResult, cmd
-from netns.errors import CmdError, FeatureMissing, MissingTool, NetregressError, NotPrivileged
+from netns.errors import CmdError, FeatureMissing, NotPrivileged
 from netns.links import Link
 from netns.namespace import Namespace
-from netns.process import Process, require_tool
+from netregress.errors import MissingTool, NetregressError
+from netregress.process import Process, require_tool
 
 __all__ = ["CmdError", "CmdResult", "FeatureMissing", "Link", "MissingTool", "Namespace",
            "NetregressError", "NotPrivileged", "Process", "cmd", "require_tool"]

@@ -11,8 +11,10 @@ import statistics
 import time
 from collections.abc import Callable
 
+from netregress.errors import run_cli
+
 from . import features
-from .errors import FeatureMissing, run_cli
+from .errors import FeatureMissing
 from .topology import Topology, build, shapes
 
 SHAPES: dict[str, Callable[[], Topology]] = {

@@ -20,9 +20,10 @@ from scapy.layers.inet6 import IPv6
 from scapy.packet import Packet
 from scapy.utils import rdpcap
 
+from netregress.errors import NetregressError
+from netregress.process import Process
+
 from . import artifacts
-from .errors import NetregressError
-from .process import Process
 
 if TYPE_CHECKING:
     from .namespace import Namespace

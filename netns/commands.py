@@ -3,7 +3,7 @@
 ``cmd()`` captures the output and raises :class:`CmdError` (command + stderr) unless told not
 to. Only tools without a netlink API (tcpdump, nstat, ss, ethtool, ping, tc, iptables, nft,
 sysctl) go through here; links, addresses and routes use pyroute2. Background processes are
-the process core's (:mod:`netns.process`), which also says why ``cmd()`` does without its
+the process core's (:mod:`netregress.process`), which also says why ``cmd()`` does without its
 PDEATHSIG.
 """
 
@@ -12,8 +12,9 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 
+from netregress.process import Argv, command_line
+
 from .errors import CmdError
-from .process import Argv, command_line
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ import os
 import platform
 from typing import Callable
 
-from .errors import CmdError, NetregressError
+from netregress.errors import NetregressError
+
+from .errors import CmdError
 from .namespace import Namespace
 
 

@@ -16,12 +16,14 @@ from typing import Iterator
 from pyroute2 import IPRoute
 from pyroute2 import netns as pyroute2_netns
 
-from . import counters, naming, sockets
+from netregress import naming
+from netregress.process import Argv, Children, Process, Stream
+
+from . import counters, sockets
 from .addressing import AddressingMixin
 from .capture import Capture
 from .commands import CmdResult, cmd
 from .links import Link, LinkFactoryMixin
-from .process import Argv, Children, Process, Stream
 
 NETNS_DIR = "/run/netns"
 

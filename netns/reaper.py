@@ -1,6 +1,6 @@
 """Remove the namespaces runs that died (SIGKILL, power loss) left behind — and nothing else.
 
-Which names are a dead run's is the process core's rule (:func:`netns.process.leftovers`:
+Which names are a dead run's is the process core's rule (:func:`netregress.process.leftovers`:
 our prefix, owner gone). Processes still running inside a leftover namespace (a tcpdump
 orphaned by the SIGKILL) were started by that run, so they are killed by PID before the
 namespace goes.
@@ -12,7 +12,8 @@ import os
 
 from pyroute2 import netns as pyroute2_netns
 
-from . import process
+from netregress import process
+
 from .namespace import NETNS_DIR
 
 

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from collections.abc import Callable
 
-from .errors import NetregressError
+from netregress.errors import NetregressError
 
 if TYPE_CHECKING:
+    from netregress.process import Process
+
     from .namespace import Namespace
-    from .process import Process
 
 _READY_TIMEOUT = 10.0
 

@@ -13,7 +13,7 @@ import socket
 import struct
 from dataclasses import dataclass
 
-from netns.process import Process
+from netregress.process import Process
 
 from .errors import RuntimeFailure
 from .netenv import normal_scheduling

@@ -3,13 +3,13 @@
 Every failure a user can cause (bad script, bad option, kernel misbehaviour) is one of these
 exceptions, carrying the exact packetdrill-style text. The CLI and the pytest plugin print the
 text and never a traceback, so tools that parse packetdrill output keep working. They share
-netregress's one root, :class:`netns.errors.NetregressError`, so every entry point treats them
+netregress's one root, :class:`netregress.errors.NetregressError`, so every entry point treats them
 alike.
 """
 
 from __future__ import annotations
 
-from netns.errors import NetregressError
+from netregress.errors import NetregressError
 
 
 class PacketdrillError(NetregressError):

@@ -22,7 +22,7 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
 from scapy.utils import rdpcap
 
-from netns.errors import run_cli
+from netregress.errors import run_cli
 
 from .errors import PacketdrillError
 

@@ -15,7 +15,7 @@ import struct
 import subprocess
 from dataclasses import dataclass
 
-from netns.process import Process
+from netregress.process import Process
 
 from .config import Config, local_prefix_len, remote_network
 from .errors import RuntimeFailure

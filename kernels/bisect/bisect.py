@@ -25,7 +25,7 @@ from kernels.bisect.vmtest import add_run_options, run_tests
 from kernels.errors import KernelsError
 from kernels.paths import REPO_ROOT
 from kernels.matrix.runner import KernelRun
-from netns.errors import run_cli
+from netregress.errors import run_cli
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)

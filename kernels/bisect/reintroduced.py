@@ -17,7 +17,7 @@ from kernels.acquire.from_source.make import elapsed
 from kernels.acquire.from_source.source import debian_source
 from kernels.bisect.vmtest import add_run_options, failures, run_tests
 from kernels.matrix.runner import KernelRun
-from netns.errors import run_cli
+from netregress.errors import run_cli
 
 
 def _say(message: str) -> None:

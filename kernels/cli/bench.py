@@ -28,7 +28,7 @@ from kernels.paths import REPO_ROOT, cache_dir
 from kernels.vm.procs import Children
 from kernels.vm.qemu import InitramfsLauncher, accel_args
 from kernels.matrix.runner import RunOptions, run_kernel
-from netns.errors import run_cli
+from netregress.errors import run_cli
 
 BARE_INIT = "#!/bin/busybox sh\n/bin/busybox reboot -f\n"
 DEFAULT_SELECTION = ["tests/unit/test_kernels_guest.py"]

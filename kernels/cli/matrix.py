@@ -36,7 +36,7 @@ from kernels.vm.qemu import InitramfsLauncher
 from kernels.report.table import build, render_text
 from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
 from kernels.matrix.shard import Piece, parse_shard, plan, slice_tests
-from netns.errors import run_cli
+from netregress.errors import run_cli
 
 
 def _parser() -> argparse.ArgumentParser:

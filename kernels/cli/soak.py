@@ -28,7 +28,7 @@ from kernels.errors import KernelsError
 from kernels.report.junit import read_junit
 from kernels.paths import cache_root
 from kernels.matrix.results import UNEXPECTED, Outcome
-from netns.errors import run_cli
+from netregress.errors import run_cli
 
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "xfail", "skip", "crash")
 DEFAULT_SELECTION = ["tests/cases"]

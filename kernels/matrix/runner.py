@@ -33,7 +33,7 @@ from kernels.vm.launcher import Boot, GuestCommand, Launcher
 from kernels.vm.procs import Children
 from kernels.progress import Status
 from kernels.matrix.results import TestResult
-from netns.errors import NetregressError
+from netregress.errors import NetregressError
 
 # What the suite's topologies use; preloaded so the first test does not pay for autoloading.
 GUEST_MODULES = (

@@ -1,5 +1,5 @@
 """What a matrix run keeps while it lives: its child processes (QEMU, virtiofsd) and its
-guest output, on the process core (`netns.process`).
+guest output, on the process core (`netregress.process`).
 
 Three layers, because each covers a failure the others miss:
 - PR_SET_PDEATHSIG: the kernel kills the child if our process dies (even by SIGKILL);
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import IO
 
 from kernels.paths import cache_dir
-from netns import naming, process
-from netns.process import Process
+from netregress import naming, process
+from netregress.process import Process
 
 
 class Children:

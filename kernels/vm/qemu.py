@@ -19,7 +19,7 @@ from kernels.acquire.kernel import BootableKernel
 from kernels.vm.launcher import Accel, Boot, GuestCommand, GuestResult
 from kernels.vm.procs import Children, scratch_dir
 from kernels.progress import Status
-from netns.process import Process
+from netregress.process import Process
 
 BOOT_TIMEOUT = 120.0  # seconds from QEMU start to the guest's `booted` marker
 MEMORY_MB = 1024

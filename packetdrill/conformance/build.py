@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernels.paths import locked
-from netns.errors import NetregressError
+from netregress.errors import NetregressError
 
 TOOLS = ("bison", "flex", "make")
 COMPILERS = ("gcc", "cc")

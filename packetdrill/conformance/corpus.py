@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from netns.errors import NetregressError
+from netregress.errors import NetregressError
 
 from ..errors import PacketdrillError
 from ..loader import CliOptions, read_script

@@ -1,6 +1,6 @@
 """Errors the command line turns into a message and an exit status, never a traceback."""
 
-from netns.errors import NetregressError
+from netregress.errors import NetregressError
 
 
 class UsageProblem(NetregressError):

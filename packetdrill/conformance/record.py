@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from netns.errors import NetregressError
+from netregress.errors import NetregressError
 
 from .compare import Summary, agrees, kind_of, marker_matches
 from .corpus import Job

@@ -27,9 +27,9 @@ from collections.abc import Iterator
 import pytest
 
 from netns import Namespace
-from netns.errors import NetregressError
 from netns.traffic import TcpEchoServer, tcp_echo
 from netns.variants import broken
+from netregress.errors import NetregressError
 
 FORWARDER = textwrap.dedent("""
     import select, socket, sys

@@ -3,7 +3,7 @@
 import pytest
 
 from kernels.errors import KernelsError
-from netns.errors import MissingTool, NetregressError, run_cli
+from netregress.errors import MissingTool, NetregressError, run_cli
 from packetdrill.conformance.errors import UsageProblem
 from packetdrill.errors import ScriptError
 

@@ -12,8 +12,8 @@ from kernels import tools
 from kernels.vm.cpio import Entry, archive, directory
 from kernels.errors import KernelsError
 from kernels.vm.procs import Children, reap_leftovers, run_dir, scratch_dir
-from netns import naming
-from netns.errors import NetregressError
+from netregress import naming
+from netregress.errors import NetregressError
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from netns import naming, process
-from netns.errors import MissingTool, NetregressError
+from netregress import naming, process
+from netregress.errors import MissingTool, NetregressError
 
 # A runner that starts one child through the core, prints the child's PID and waits to be
 # killed. With "cancel", the child drops its PDEATHSIG first (as if the kernel's signal were
@@ -19,7 +19,7 @@ from netns.errors import MissingTool, NetregressError
 _RUNNER = """
 import sys, time
 from pathlib import Path
-from netns.process import Children
+from netregress.process import Children
 ns = sys.argv[2] or None
 records = Path(sys.argv[3]) if sys.argv[3] else None
 child = ("import ctypes, time; ctypes.CDLL(None).prctl(1, 0); print('ready', flush=True); "

@@ -12,7 +12,7 @@ from pathlib import Path
 from kernels.acquire.from_source.builder import BuildRequest, build
 from kernels.acquire.from_source.make import elapsed
 from kernels.acquire.from_source.source import debian_source, git_tree
-from netns.errors import run_cli
+from netregress.errors import run_cli
 
 
 def _status(message: str) -> None:

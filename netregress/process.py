@@ -14,14 +14,13 @@ namespace, the packetdrill binary, QEMU and virtiofsd):
   hit.
 - **A dead run's leftovers are found by name.** Whatever must outlive a SIGKILL to be cleaned
   up (namespaces, the pidfiles of VM processes, a run's output directory) is named after the
-  owner's run id (:mod:`netns.naming`, pid plus start time); :func:`leftovers` picks the names
+  owner's run id (:mod:`netregress.naming`, pid plus start time); :func:`leftovers` picks the names
   whose owner is gone, so a concurrent live run's resources and anything without our prefix are
   never touched. Pidfiles also record the child's own start time, so a recycled PID is never
   killed by the next run either.
 
-Why in ``netns``: the library is the lowest layer; the VM matrix and the packetdrill engine
-already depend on it, and spawning inside a namespace is the library's business. A package of
-its own would be a fourth top-level for one module.
+Why not in ``netns``: the packetdrill engine spawns through this core in every engine process
+and must not import the namespace library (pyroute2, scapy) to do so; see :mod:`netregress`.
 
 ``cmd()`` (:mod:`netns.commands`) runs short commands to completion under a timeout without
 this core's ``preexec_fn``: with one, Python forks instead of vforking (8 ms instead of 2 ms a
