@@ -44,7 +44,6 @@ class Capture:
         self.snaplen = snaplen
         self._proc: Process | None = None
         self._packets: list[Packet] | None = None
-        self.summary = ""
 
     # --- lifecycle ---------------------------------------------------------------------
     def start(self) -> "Capture":
@@ -81,8 +80,6 @@ class Capture:
             return
         self._settle()
         self._proc.stop()
-        if self._proc.stderr is not None and not self._proc.stderr.closed:
-            self.summary = self._proc.stderr.read().decode(errors="replace")
 
     def _settle(self, quiet_polls: int = 3, limit: float = 2.0) -> None:
         """Wait until the pcap size has not changed for *quiet_polls* polls in a row."""
