@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernels.paths import locked
-from netregress.errors import NetregressError
+from netregress.errors import NetregressError, run_cli
 
 TOOLS = ("bison", "flex", "make")
 COMPILERS = ("gcc", "cc")
@@ -122,10 +122,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--source", required=True, type=Path, metavar="DIR",
                         help="a google/packetdrill checkout (or its gtests/net/packetdrill)")
     args = parser.parse_args(argv)
-    try:
-        binary = build(args.source, lambda text: print(text, file=sys.stderr))
-    except BuildError as err:
-        print(f"build-reference: {err}", file=sys.stderr)
-        return 2
-    print(binary)
-    return 0
+
+    def body() -> int:
+        print(build(args.source, lambda text: print(text, file=sys.stderr)))
+        return 0
+
+    return run_cli("build-reference", body)
