@@ -1,25 +1,12 @@
 """The one exception type the kernel matrix raises for bad input or a broken environment.
 
-Entry points catch it and print its message without a traceback: every message must say what
+A :class:`netregress.errors.NetregressError`, so every entry point prints it the same way
+(:func:`netregress.errors.run_cli`): its message without a traceback. Every message must say what
 went wrong and what the user can do about it.
 """
 
-import sys
-from collections.abc import Callable
+from netregress.errors import NetregressError
 
 
-class KernelsError(Exception):
+class KernelsError(NetregressError):
     """A problem the user can fix (bad name, missing tool, broken image, no network…)."""
-
-
-def run_cli(prog: str, body: Callable[[], int], interrupted: str = "interrupted") -> int:
-    """The entry points' contract: run *body*; a KernelsError is its message and exit 2, a
-    Ctrl-C is *interrupted* and exit 130 — never a traceback."""
-    try:
-        return body()
-    except KernelsError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{prog}: {interrupted}", file=sys.stderr)
-        return 130

@@ -11,7 +11,6 @@ running kernel.
 """
 
 import os
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +27,9 @@ from kernels.matrix import progress_log
 from kernels.matrix.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
 from kernels.matrix.replay import replay
 from kernels.matrix.runner import RunOptions, run_kernel
-from kernels.paths import cache_dir
 from kernels.report.junit import NODEID_PROPERTY
 from kernels.report.ktap import KtapWriter
-from kernels.vm.procs import Children, reap_leftovers
+from kernels.vm.procs import Children, reap_leftovers, run_dir
 from kernels.vm.qemu import InitramfsLauncher
 
 
@@ -154,8 +152,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
         accel=session.config.getoption("--kernel-accel"),
         timeout=session.config.getoption("--kernel-timeout"),
     )
-    _prune_runs()
-    out_dir = cache_dir("runs", f"{os.getpid()}-{state.spec.name}")
+    out_dir = run_dir(state.spec.name)
     children = Children()
     reap_leftovers()
     try:
@@ -172,14 +169,6 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     _say(f"{state.spec.name}: guest output in {out_dir}")
     replay(session, run)
     return True
-
-
-def _prune_runs() -> None:
-    """Drop the guest output of earlier --kernel runs whose pytest is gone (kept while alive)."""
-    for old in cache_dir("runs").iterdir():
-        pid = old.name.split("-", 1)[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(old, ignore_errors=True)
 
 
 def _progress_path() -> Path | None:

@@ -5,10 +5,12 @@ rest are imported from their modules. The packetdrill engine lives in its own to
 package and imports nothing from here in the engine process, so this needs no lazy loading.
 """
 
-from netns.commands import CmdResult, cmd, require_tool, spawn
-from netns.errors import CmdError, FeatureMissing, MissingTool, NetregressError, NotPrivileged
+from netns.commands import CmdResult, cmd
+from netns.errors import CmdError, FeatureMissing, NotPrivileged
 from netns.links import Link
 from netns.namespace import Namespace
+from netregress.errors import MissingTool, NetregressError
+from netregress.process import Process, require_tool
 
 __all__ = ["CmdError", "CmdResult", "FeatureMissing", "Link", "MissingTool", "Namespace",
-           "NetregressError", "NotPrivileged", "cmd", "require_tool", "spawn"]
+           "NetregressError", "NotPrivileged", "Process", "cmd", "require_tool"]

@@ -9,6 +9,8 @@ import statistics
 import time
 from collections.abc import Callable
 
+from netregress.errors import run_cli
+
 from . import features
 from .errors import FeatureMissing
 from .topology import Topology, build, shapes
@@ -37,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench-topology", description=__doc__)
     parser.add_argument("--runs", type=int, default=10, help="runs per shape (default 10)")
     args = parser.parse_args(argv)
+    return run_cli("bench-topology", lambda: bench(args.runs))
+
+
+def bench(runs: int) -> int:
+    """Print the table: build and teardown times per shape."""
     for feature in ("veth", "bridge", "vxlan", "ipip"):
         features.probe(feature)  # probe once up front so it is not in the first timing
     print(f"{'topology':18} {'hosts':>5} {'build ms (median/max)':>22} "
@@ -44,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, make in SHAPES.items():
         hosts = len(make().hosts)
         try:
-            builds, teardowns = measure(make, args.runs)
+            builds, teardowns = measure(make, runs)
         except FeatureMissing as exc:
             print(f"{name:18} {hosts:>5}   skipped: {exc}")
             continue

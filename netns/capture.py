@@ -19,9 +19,10 @@ from scapy.layers.inet6 import IPv6
 from scapy.packet import Packet
 from scapy.utils import rdpcap
 
+from netregress.errors import NetregressError
+from netregress.process import Process
+
 from . import artifacts
-from .commands import Process
-from .errors import NetregressError
 
 if TYPE_CHECKING:
     from .namespace import Namespace
@@ -42,7 +43,6 @@ class Capture:
         self.snaplen = snaplen
         self._proc: Process | None = None
         self._packets: list[Packet] | None = None
-        self.summary = ""
 
     # --- lifecycle ---------------------------------------------------------------------
     def start(self) -> "Capture":
@@ -56,8 +56,8 @@ class Capture:
 
     def _wait_listening(self) -> None:
         """Block until tcpdump prints 'listening on', i.e. its socket is really attached."""
-        assert self._proc is not None and self._proc.popen.stderr is not None
-        stderr = self._proc.popen.stderr
+        assert self._proc is not None and self._proc.stderr is not None
+        stderr = self._proc.stderr
         deadline = time.monotonic() + _READY_TIMEOUT
         seen = b""
         while b"listening on" not in seen:
@@ -79,8 +79,6 @@ class Capture:
             return
         self._settle()
         self._proc.stop()
-        if self._proc.popen.stderr is not None and not self._proc.popen.stderr.closed:
-            self.summary = self._proc.popen.stderr.read().decode(errors="replace")
 
     def _settle(self, quiet_polls: int = 3, limit: float = 2.0) -> None:
         """Wait until the pcap size has not changed for *quiet_polls* polls in a row."""

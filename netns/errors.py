@@ -1,13 +1,8 @@
-"""Exceptions that carry a message a user can act on.
-
-Every failure a user can cause (missing tool, no privileges, bad input, a kernel without a
-feature) is raised as a :class:`NetregressError` subclass so the CLI and the pytest plugin can
-print one clear line instead of a traceback.
-"""
+"""The namespace library's exceptions: each a :class:`netregress.errors.NetregressError`, so a
+user sees one clear line (the root, ``MissingTool`` and the CLI contract live there)."""
 
 
-class NetregressError(Exception):
-    """Base class: the message alone must tell the user what went wrong and what to do."""
+from netregress.errors import NetregressError
 
 
 class CmdError(NetregressError):
@@ -24,10 +19,6 @@ class CmdError(NetregressError):
         detail = (stderr or stdout).strip()
         super().__init__(f"command failed{where} (exit {returncode}): {' '.join(argv)}"
                          + (f"\n{detail}" if detail else ""))
-
-
-class MissingTool(NetregressError):
-    """A program the suite needs is not installed."""
 
 
 class NotPrivileged(NetregressError):

@@ -10,7 +10,9 @@ import os
 import platform
 from collections.abc import Callable
 
-from .errors import CmdError, NetregressError
+from netregress.errors import NetregressError
+
+from .errors import CmdError
 from .namespace import Namespace
 
 

@@ -10,15 +10,17 @@ import atexit
 import os
 import subprocess
 from collections.abc import Iterator
-from typing import IO, Any
 
 from pyroute2 import IPRoute
 from pyroute2 import netns as pyroute2_netns
 
-from . import counters, naming, sockets
+from netregress import naming
+from netregress.process import Argv, Children, Process, Stream
+
+from . import counters, sockets
 from .addressing import AddressingMixin
 from .capture import Capture
-from .commands import Argv, CmdResult, Process, cmd, spawn
+from .commands import CmdResult, cmd
 from .links import Link, LinkFactoryMixin
 
 NETNS_DIR = "/run/netns"
@@ -34,7 +36,7 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
         self.name = naming.unique(label)
         pyroute2_netns.create(self.name)
         _live[self.name] = self
-        self._processes: list[Process] = []
+        self._children = Children()
         self._sysctl_saved: dict[str, str] = {}
         try:
             self.ipr = IPRoute(netns=self.name)
@@ -62,12 +64,10 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
         """Run a command inside this namespace (see :func:`netns.commands.cmd`)."""
         return cmd(argv, ns=self.name, check=check, timeout=timeout, input=input)
 
-    def spawn(self, argv: Argv, *, stdout: int | IO[Any] = subprocess.DEVNULL,
-              stderr: int | IO[Any] = subprocess.PIPE) -> Process:
+    def spawn(self, argv: Argv, *, stdout: Stream = subprocess.DEVNULL,
+              stderr: Stream = subprocess.PIPE) -> Process:
         """Start a background process inside; it is stopped when the namespace closes."""
-        proc = spawn(argv, ns=self.name, stdout=stdout, stderr=stderr)
-        self._processes.append(proc)
-        return proc
+        return self._children.spawn(argv, ns=self.name, stdout=stdout, stderr=stderr)
 
     # --- sysctls -----------------------------------------------------------------------
     def sysctl(self, key: str) -> str:
@@ -119,12 +119,7 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
         """Stop our processes, restore sysctls, delete the namespace (idempotent)."""
         if self.name not in _live:
             return
-        errors: list[BaseException] = []
-        for proc in reversed(self._processes):
-            try:
-                proc.stop()
-            except Exception as exc:  # keep tearing down; report at the end
-                errors.append(exc)
+        errors = self._children.stop_all()
         try:
             self.restore_sysctls()
         except Exception as exc:

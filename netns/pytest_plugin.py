@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from netregress.errors import NetregressError
+
 from . import artifacts, features, reaper
-from .errors import FeatureMissing, NetregressError
+from .errors import FeatureMissing
 from .namespace import Namespace
 from .topology import Network, Topology, build, shapes
 

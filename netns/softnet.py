@@ -9,8 +9,9 @@ changes them only inside a throw-away matrix VM guest and always restores them.
 
 from dataclasses import dataclass
 
+from netregress.errors import NetregressError
+
 from .commands import cmd
-from .errors import NetregressError
 from .features import in_netregress_vm
 
 # Columns of /proc/net/softnet_stat (stable since 2.6; newer kernels append more).

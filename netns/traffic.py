@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import NetregressError
+from netregress.errors import NetregressError
 
 if TYPE_CHECKING:
-    from .commands import Process
+    from netregress.process import Process
+
     from .namespace import Namespace
 
 _READY_TIMEOUT = 10.0
@@ -74,7 +75,7 @@ class TcpEchoServer:
     def __enter__(self) -> "TcpEchoServer":
         self._proc = self.ns.spawn([sys.executable, "-c", _ECHO_SERVER, self.addr,
                                     str(self.port)], stdout=subprocess.PIPE)
-        stdout = self._proc.popen.stdout
+        stdout = self._proc.stdout
         assert stdout is not None
         if not select.select([stdout], [], [], _READY_TIMEOUT)[0] or \
                 stdout.readline().strip() != b"ready":

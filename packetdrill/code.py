@@ -9,11 +9,12 @@ import os
 import signal
 import socket
 import struct
-import subprocess
 from dataclasses import dataclass
 
+from netregress.process import Process
+
 from .errors import RuntimeFailure
-from .netenv import child_setup
+from .netenv import normal_scheduling
 
 # struct tcp_info (include/uapi/linux/tcp.h, 6.18): (name, struct format) in order.
 _TCP_INFO = [
@@ -164,8 +165,8 @@ def run_shell(command: str) -> str:
     or upstream's reason text (``non-zero status N``, ``got signal N (name)``)."""
     env = dict(os.environ, PACKETDRILL_PID=str(os.getpid()))
     env.setdefault("NSTAT_HISTORY", _NSTAT_HISTORY)
-    proc = subprocess.Popen(["/bin/sh", "-c", command], env=env, preexec_fn=child_setup,
-                            process_group=0)
+    proc = Process(["/bin/sh", "-c", command], stdin=None, stdout=None, stderr=None, env=env,
+                   process_group=0, setup=normal_scheduling)
     _HELPER_GROUPS.append(proc.pid)
     try:
         status = proc.wait()

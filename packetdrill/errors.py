@@ -2,11 +2,16 @@
 
 Every failure a user can cause (bad script, bad option, kernel misbehaviour) is one of these
 exceptions, carrying the exact packetdrill-style text. The CLI and the pytest plugin print the
-text and never a traceback, so tools that parse packetdrill output keep working.
+text and never a traceback, so tools that parse packetdrill output keep working. They share
+netregress's one root, :class:`netregress.errors.NetregressError`, so every entry point treats them
+alike.
 """
 
 
-class PacketdrillError(Exception):
+from netregress.errors import NetregressError
+
+
+class PacketdrillError(NetregressError):
     """A failure whose ``str()`` is the complete diagnostic, ready for stderr."""
 
     def __init__(self, text: str, line: int | None = None) -> None:

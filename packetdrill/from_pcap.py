@@ -21,6 +21,8 @@ from scapy.layers.inet6 import IPv6
 from scapy.packet import Packet
 from scapy.utils import rdpcap
 
+from netregress.errors import run_cli
+
 from .errors import PacketdrillError
 
 _FLAG_ORDER = (("F", 0x01), ("S", 0x02), ("R", 0x04), ("P", 0x08), (".", 0x10),
@@ -240,16 +242,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--init", help="init command for the script, e.g. ./defaults.sh")
     parser.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
     args = parser.parse_args(argv)
-    try:
+
+    def body() -> int:
         text = render(load(args.pcap, args.local), args.pcap.name, args.init)
-    except ConversionError as exc:
-        print(f"pcap2pkt: {exc}", file=sys.stderr)
-        return 1
-    if args.output:
-        args.output.write_text(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+        if args.output:
+            args.output.write_text(text)
+        else:
+            sys.stdout.write(text)
+        return 0
+
+    return run_cli("pcap2pkt", body, status=1)
 
 
 if __name__ == "__main__":

@@ -8,17 +8,17 @@ the calling thread moves, so it must happen before any helper thread starts.
 import ctypes
 import fcntl
 import os
-import signal
 import socket
 import struct
 import subprocess
 from dataclasses import dataclass
 
+from netregress.process import Process
+
 from .config import Config, local_prefix_len, remote_network
 from .errors import RuntimeFailure
 
 CLONE_NEWNET = 0x40000000
-PR_SET_PDEATHSIG = 1
 TUNSETIFF = 0x400454CA
 TUNSETOFFLOAD = 0x400454D0
 IFF_TUN, IFF_NO_PI, IFF_VNET_HDR = 0x0001, 0x1000, 0x4000
@@ -29,11 +29,6 @@ VNET_HDR_LEN = 10
 TUN_NAME = "tun0"
 
 _libc = ctypes.CDLL(None, use_errno=True)
-
-
-def die_with_parent() -> None:
-    """Have the kernel SIGKILL us when our parent dies, so nothing outlives a killed runner."""
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 @dataclass
@@ -49,16 +44,17 @@ class ChildRun:
 def run_child(argv: list[str], script: str, timeout: float) -> ChildRun:
     """Run *argv* from *script*'s folder, as upstream's corpus runner does (scripts name
     ``./defaults.sh``-style paths), killed with us and after *timeout* seconds."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=die_with_parent,
-                            cwd=os.path.dirname(os.path.abspath(script)))
+    proc = Process(argv, stdin=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                   cwd=os.path.dirname(os.path.abspath(script)))
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
-        return ChildRun(proc.returncode, stdout, stderr, False)
+        status, timed_out = proc.returncode, False
     except subprocess.TimeoutExpired:
         proc.kill()
         stdout, stderr = proc.communicate()
-        return ChildRun(1, stdout, stderr, True)
+        status, timed_out = 1, True
+    return ChildRun(status, stdout.decode(errors="replace"), stderr.decode(errors="replace"),
+                    timed_out)
 
 
 def realtime_priority() -> None:
@@ -74,10 +70,9 @@ def realtime_priority() -> None:
         pass
 
 
-def child_setup() -> None:
-    """``preexec_fn`` of every helper process: normal scheduling, and die with us."""
+def normal_scheduling() -> None:
+    """Set up of every helper process (in the child): undo :func:`realtime_priority`."""
     os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    die_with_parent()
 
 
 def enter_fresh_netns() -> None:

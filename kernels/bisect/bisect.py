@@ -25,6 +25,7 @@ from kernels.bisect.vmtest import add_run_options, run_tests
 from kernels.errors import KernelsError
 from kernels.matrix.runner import KernelRun
 from kernels.paths import REPO_ROOT
+from netregress.errors import run_cli
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
@@ -178,17 +179,18 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] not in (["run"], ["step"], ["-h"], ["--help"]):
         argv = ["run", *argv]
     args = parser().parse_args(argv)
-    try:
-        tree = git_tree(args.tree)
-        if args.command == "step":
-            return step(tree, args.pytest_args, args.jobs, args.kernel_accel, args.crash_is_bad)
-        tools.require_root()
-        tools.qemu(), tools.virtiofsd()
-        _check_selection(args.pytest_args)
-        first_bad = bisect(tree, args.good, args.bad, _step_args(args))
-    except KernelsError as exc:
-        print(f"bisect: error: {exc}", file=sys.stderr)
-        return ABORT if args.command == "step" else 2
+    # A failing step must abort `git bisect run` (ABORT), not mark the revision bad.
+    return run_cli("bisect", lambda: _run(args), status=ABORT if args.command == "step" else 2)
+
+
+def _run(args: argparse.Namespace) -> int:
+    tree = git_tree(args.tree)
+    if args.command == "step":
+        return step(tree, args.pytest_args, args.jobs, args.kernel_accel, args.crash_is_bad)
+    tools.require_root()
+    tools.qemu(), tools.virtiofsd()
+    _check_selection(args.pytest_args)
+    first_bad = bisect(tree, args.good, args.bad, _step_args(args))
     print(f"first bad commit: {git(tree.path, 'log', '-1', '--format=%H %s', first_bad)}")
     return 0
 

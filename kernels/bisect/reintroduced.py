@@ -16,8 +16,8 @@ from kernels.acquire.from_source.make import elapsed
 from kernels.acquire.from_source.source import debian_source
 from kernels.bisect.c01 import CASE, PACKAGE, PATCH
 from kernels.bisect.vmtest import add_run_options, failures, run_tests
-from kernels.errors import KernelsError
 from kernels.matrix.runner import KernelRun
+from netregress.errors import run_cli
 
 
 def _say(message: str) -> None:
@@ -41,17 +41,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_run_options(cli, CASE)
     args = cli.parse_args(argv)
+    return run_cli("check-reintroduced-bug", lambda: _check(args))
+
+
+def _check(args: argparse.Namespace) -> int:
     runs: dict[str, KernelRun] = {}
-    try:
-        source = debian_source(PACKAGE, _say)
-        for label, patches in (("stock", ()), ("bug-patched", (PATCH,))):
-            request = BuildRequest(source, patches, name=f"linux-6.1-{label}", jobs=args.jobs)
-            built = build(request, _say)
-            _say(f"built {built.name} ({built.release}) in {elapsed(built.seconds)}")
-            runs[label] = run_tests(built, args.pytest_args, args.kernel_accel, _say)
-    except KernelsError as exc:
-        print(f"check: error: {exc}", file=sys.stderr)
-        return 2
+    source = debian_source(PACKAGE, _say)
+    for label, patches in (("stock", ()), ("bug-patched", (PATCH,))):
+        request = BuildRequest(source, patches, name=f"linux-6.1-{label}", jobs=args.jobs)
+        built = build(request, _say)
+        _say(f"built {built.name} ({built.release}) in {elapsed(built.seconds)}")
+        runs[label] = run_tests(built, args.pytest_args, args.kernel_accel, _say)
     for label, run in runs.items():
         _report(label, run)
     stock_ok = not failures(runs["stock"]) and any(

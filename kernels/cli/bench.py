@@ -20,7 +20,6 @@ from kernels import tools
 from kernels.acquire.catalog import KernelSpec, RunningKernel, load_catalog, select
 from kernels.acquire.fetch import fetch
 from kernels.acquire.kernel import BootableKernel
-from kernels.errors import KernelsError
 from kernels.matrix.runner import RunOptions, run_kernel
 from kernels.paths import REPO_ROOT, cache_dir
 from kernels.vm.accel import choose_accel, print_none
@@ -29,6 +28,7 @@ from kernels.vm.initramfs import BUSYBOX
 from kernels.vm.launcher import Accel, Boot, GuestCommand
 from kernels.vm.procs import Children
 from kernels.vm.qemu import InitramfsLauncher, accel_args
+from netregress.errors import run_cli
 
 BARE_INIT = "#!/bin/busybox sh\n/bin/busybox reboot -f\n"
 DEFAULT_SELECTION = ["tests/unit/test_kernels_guest.py"]
@@ -139,14 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("selection", nargs="*", default=DEFAULT_SELECTION,
                         help="pytest selection for the timed runs (default: the guest probe tests)")
     args = parser.parse_args(argv)
-    try:
+
+    def body() -> int:
         bench(args)
-    except KernelsError as exc:
-        print(f"bench-vm: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    return 0
+        return 0
+
+    return run_cli("bench-vm", body)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from kernels.report.outputs import publish
 from kernels.report.table import build, render_text
 from kernels.vm.procs import Children, reap_leftovers
 from kernels.vm.qemu import InitramfsLauncher
+from netregress.errors import run_cli
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -199,19 +200,15 @@ def _sliced(options: RunOptions, collected: list[str], piece: Piece) -> RunOptio
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    try:
-        if argv and argv[0] in commands.COMMANDS:
-            return commands.COMMANDS[argv[0]](argv[1:])
-        args, pytest_args = _parser().parse_known_args(argv)
-        pytest_args = [arg for arg in pytest_args if arg != "--"]
-        return run_matrix(args, pytest_args)
-    except KernelsError as exc:
-        print(f"matrix: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("matrix: interrupted; every VM was stopped", file=sys.stderr)
-        return 130
+    words = sys.argv[1:] if argv is None else argv
+
+    def body() -> int:
+        if words and words[0] in commands.COMMANDS:
+            return commands.COMMANDS[words[0]](words[1:])
+        args, pytest_args = _parser().parse_known_args(words)
+        return run_matrix(args, [arg for arg in pytest_args if arg != "--"])
+
+    return run_cli("matrix", body, interrupted="interrupted; every VM was stopped")
 
 
 if __name__ == "__main__":

@@ -24,10 +24,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernels.errors import KernelsError, run_cli
+from kernels.errors import KernelsError
 from kernels.matrix.results import UNEXPECTED, Outcome
 from kernels.paths import cache_root
 from kernels.report.junit import read_junit
+from netregress.errors import run_cli
 
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "xfail", "skip", "crash")
 DEFAULT_SELECTION = ["tests/cases"]

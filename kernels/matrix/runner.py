@@ -24,7 +24,6 @@ from pathlib import Path
 from kernels.acquire.catalog import KernelSpec
 from kernels.acquire.fetch import fetch
 from kernels.acquire.kernel import BootableKernel
-from kernels.errors import KernelsError
 from kernels.matrix import progress_log
 from kernels.matrix.results import TestResult
 from kernels.progress import Status
@@ -34,6 +33,7 @@ from kernels.vm.console import Crash, tail
 from kernels.vm.initramfs import GUEST_OUT
 from kernels.vm.launcher import Boot, GuestCommand, Launcher
 from kernels.vm.procs import Children
+from netregress.errors import NetregressError
 
 # What the suite's topologies use; preloaded so the first test does not pay for autoloading.
 GUEST_MODULES = (
@@ -164,7 +164,7 @@ def run_kernel(
             exit_status = _on_host(run.kernel, options, run, children)
         else:
             exit_status = _in_vm(run.kernel, options, run, launcher, status)
-    except KernelsError as exc:
+    except NetregressError as exc:  # a KernelsError, or the process core refusing to spawn
         run.problem = Crash(f"cannot run: {exc}", "")
         return run
     finally:

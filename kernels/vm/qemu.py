@@ -8,20 +8,18 @@ Why `-M pc`: `microvm` hangs in early boot with several TCG guests at once (docs
 
 import shlex
 import shutil
-import subprocess
 import time
-import uuid
 from pathlib import Path
 
 from kernels import tools
 from kernels.acquire.kernel import BootableKernel
 from kernels.errors import KernelsError
-from kernels.paths import cache_dir
 from kernels.progress import Status
 from kernels.vm import console as console_scan
 from kernels.vm.initramfs import GUEST_OUT, OUT_TAG, ROOT_TAG, initramfs_for
 from kernels.vm.launcher import Accel, Boot, GuestCommand, GuestResult
-from kernels.vm.procs import Children
+from kernels.vm.procs import Children, scratch_dir
+from netregress.process import Process
 
 BOOT_TIMEOUT = 120.0  # seconds from QEMU start to the guest's `booted` marker
 MEMORY_MB = 1024
@@ -60,7 +58,7 @@ class InitramfsLauncher:
         self.children = children
         self.smp = smp
 
-    def _wait_socket(self, proc: subprocess.Popen[bytes], socket: Path, log: Path) -> None:
+    def _wait_socket(self, proc: Process, socket: Path, log: Path) -> None:
         deadline = time.monotonic() + 10
         while not socket.exists():
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -101,9 +99,9 @@ class InitramfsLauncher:
             f"NR_MODULES={shlex.quote(str(kernel.modules.resolve()))}\n"
         )
         (out_dir / "guest.sh").write_text(guest_script(boot.command))
-        work = cache_dir("run", uuid.uuid4().hex[:12])
+        work = scratch_dir()
         sockets = (work / "root.sock", work / "out.sock")
-        procs: list[subprocess.Popen[bytes]] = []
+        procs: list[Process] = []
         start = time.monotonic()
         try:
             with (work / "virtiofsd.log").open("wb") as log:
@@ -133,7 +131,7 @@ class InitramfsLauncher:
 
     def _watch(
         self,
-        qemu: subprocess.Popen[bytes],
+        qemu: Process,
         out_dir: Path,
         start: float,
         timeout: float,

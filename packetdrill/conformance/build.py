@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernels.paths import locked
+from netregress.errors import NetregressError, run_cli
 
 TOOLS = ("bison", "flex", "make")
 COMPILERS = ("gcc", "cc")
@@ -25,7 +26,7 @@ _BUILD_PRODUCTS = (".o", ".a", ".so")
 _SUBDIR = Path("gtests/net/packetdrill")
 
 
-class BuildError(Exception):
+class BuildError(NetregressError):
     """Something the user can fix: a wrong folder, a missing tool, a failed build."""
 
 
@@ -119,10 +120,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--source", required=True, type=Path, metavar="DIR",
                         help="a google/packetdrill checkout (or its gtests/net/packetdrill)")
     args = parser.parse_args(argv)
-    try:
-        binary = build(args.source, lambda text: print(text, file=sys.stderr))
-    except BuildError as err:
-        print(f"build-reference: {err}", file=sys.stderr)
-        return 2
-    print(binary)
-    return 0
+
+    def body() -> int:
+        print(build(args.source, lambda text: print(text, file=sys.stderr)))
+        return 0
+
+    return run_cli("build-reference", body)

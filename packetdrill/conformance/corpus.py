@@ -12,6 +12,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from netregress.errors import NetregressError
+
 from ..errors import PacketdrillError
 from ..loader import CliOptions, read_script
 from ..variants import (
@@ -32,7 +34,7 @@ IP_VERSIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-class CorpusError(Exception):
+class CorpusError(NetregressError):
     """Bad input: a missing corpus folder, an empty corpus, unusable extra arguments."""
 
 

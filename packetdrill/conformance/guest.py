@@ -7,7 +7,7 @@ process hygiene): the guest runs this very command without ``--kernel``, writes 
 progress into the output share, and the host renders the report from that JSON.
 """
 
-import os
+
 import sys
 import threading
 import time
@@ -18,11 +18,11 @@ from kernels.acquire.catalog import load_catalog, lookup
 from kernels.acquire.fetch import fetch
 from kernels.errors import KernelsError
 from kernels.matrix.runner import GUEST_MODULES, RunOptions, guest_env
-from kernels.paths import REPO_ROOT, cache_dir
+from kernels.paths import REPO_ROOT
 from kernels.vm.accel import choose_accel
 from kernels.vm.initramfs import GUEST_OUT
 from kernels.vm.launcher import Boot, GuestCommand
-from kernels.vm.procs import Children, reap_leftovers
+from kernels.vm.procs import Children, reap_leftovers, run_dir
 from kernels.vm.qemu import InitramfsLauncher
 
 from . import record
@@ -44,7 +44,7 @@ def run_in_kernel(name: str, argv: list[str], accel: str) -> tuple[dict[str, Any
         kernel = fetch(spec, lambda message: _say(f"{spec.name}: {message}"))
     except KernelsError as err:
         raise GuestProblem(str(err)) from None
-    out_dir = cache_dir("runs", f"{os.getpid()}-conformance-{spec.name}")
+    out_dir = run_dir(f"conformance-{spec.name}")
     for stale in (_JSON, _PROGRESS):
         (out_dir / stale).unlink(missing_ok=True)
     command = [sys.executable, "-m", "packetdrill.conformance", *argv,

@@ -10,6 +10,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from netregress.errors import NetregressError
+
 from .compare import Summary, agrees, kind_of, marker_matches
 from .corpus import Job
 from .outcome import Outcome
@@ -18,7 +20,7 @@ from .runner import Rerun, Runs
 FORMAT = "netregress-conformance/1"
 
 
-class ReferenceError(Exception):
+class ReferenceError(NetregressError):
     """A reference JSON that cannot be used: unreadable, not ours, or stale."""
 
 

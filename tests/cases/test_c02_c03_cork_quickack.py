@@ -90,12 +90,12 @@ def exchange(net: Network, tmp_path: Path, mode: str, autocorking: int) -> list[
         net[host].set_sysctls({"net.ipv4.tcp_autocorking": autocorking})
     server = net["b"].spawn([sys.executable, str(APPS / "http_sendfile_server.py"), SERVER,
                              str(PORT), mode, str(body)], stdout=-1)
-    assert server.popen.stdout is not None
-    assert server.popen.stdout.readline().strip() == b"ready"
+    assert server.stdout is not None
+    assert server.stdout.readline().strip() == b"ready"
     with net["b"].capture("eth0", f"tcp port {PORT}") as cap:
         net["a"].run([sys.executable, str(APPS / "http_keepalive_client.py"), SERVER,
                       str(PORT), str(REQUESTS)], timeout=30)
-        server.popen.wait(10)
+        server.wait(10)
     responses = per_request(cap.packets)
     assert len(responses) == REQUESTS, f"saw {len(responses)} requests on the wire"
     return responses

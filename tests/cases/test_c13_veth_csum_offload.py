@@ -27,9 +27,9 @@ from collections.abc import Iterator
 import pytest
 
 from netns import Namespace
-from netns.errors import NetregressError
 from netns.traffic import TcpEchoServer, tcp_echo
 from netns.variants import broken
+from netregress.errors import NetregressError
 
 FORWARDER = textwrap.dedent("""
     import select, socket, sys
@@ -61,8 +61,8 @@ def forwarded(ns_factory) -> Iterator[tuple[Namespace, Namespace]]:
         host.link(ifname).up()
     proc = fwd.spawn([sys.executable, "-c", FORWARDER, "to_a", "to_b"],
                      stdout=subprocess.PIPE)
-    assert proc.popen.stdout is not None
-    if proc.popen.stdout.readline().strip() != b"ready":
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != b"ready":
         raise NetregressError("the AF_PACKET forwarder did not start")
     yield a, b
     proc.stop()

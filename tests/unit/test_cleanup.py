@@ -12,7 +12,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from netns import naming, reaper
+from netns import reaper
+from netregress import naming
 
 BLOCKING_TEST = textwrap.dedent("""
     import time

@@ -1,10 +1,9 @@
-"""Child processes never outlive a run; the next run reaps only what a dead run left behind."""
+"""The matrix's children are recorded for the next run; a dead run's directories are reaped.
 
-import json
-import os
+The process core's own guarantees (PDEATHSIG, stop by PID, record reaping) are proven in
+test_process.py."""
+
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,9 @@ import pytest
 from kernels import tools
 from kernels.errors import KernelsError
 from kernels.vm.cpio import Entry, archive, directory
-from kernels.vm.procs import Children, reap_leftovers
+from kernels.vm.procs import Children, reap_leftovers, run_dir, scratch_dir
+from netregress import naming
+from netregress.errors import NetregressError
 
 
 @pytest.fixture(autouse=True)
@@ -20,69 +21,36 @@ def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _dead_pid() -> int:
-    proc = subprocess.Popen(["true"])
-    proc.wait()
-    return proc.pid
-
-
 def test_stop_all_stops_children_and_refuses_new_ones(tmp_path: Path) -> None:
     children = Children()
     procs = [children.spawn(["sleep", "60"]) for _ in range(2)]
+    piddir = tmp_path / "cache/netregress/kernels/pids"
+    assert sorted(p.name for p in piddir.iterdir()) == sorted(
+        f"{naming.run_id()}-{p.pid}.json" for p in procs)  # the next run's reaping needs them
     children.stop_all()
-    assert not any(_alive(p.pid) for p in procs)
-    assert not list((tmp_path / "cache/netregress/kernels/pids").iterdir())
-    with pytest.raises(KernelsError, match="interrupted"):
+    assert all(p.returncode is not None for p in procs)
+    assert not list(piddir.iterdir())
+    with pytest.raises(NetregressError, match="interrupted"):
         children.spawn(["sleep", "60"])
 
 
-def test_children_die_with_their_parent(tmp_path: Path) -> None:
-    """PR_SET_PDEATHSIG: a SIGKILLed runner takes its QEMU along, no cleanup code needed."""
-    script = (
-        "import sys, time; from kernels.vm.procs import Children; "
-        "p = Children().spawn(['sleep', '60']); print(p.pid, flush=True); time.sleep(60)"
-    )
-    runner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ})
-    assert runner.stdout is not None
-    child = int(runner.stdout.readline())
-    runner.kill()
-    runner.wait()
-    deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child)
-
-
-def test_reap_kills_only_matching_leftovers_of_dead_runs(tmp_path: Path) -> None:
-    piddir = tmp_path / "cache/netregress/kernels/pids"
-    piddir.mkdir(parents=True)
-    orphan = subprocess.Popen(["sleep", "61"])
-    stranger = subprocess.Popen(["sleep", "62"])
-    try:
-        dead = _dead_pid()
-        for proc, argv in ((orphan, ["sleep", "61"]), (stranger, ["sleep", "999"])):
-            (piddir / f"{proc.pid}.json").write_text(
-                json.dumps({"pid": proc.pid, "owner": dead, "argv": argv}))
-        live_owner = subprocess.Popen(["sleep", "63"])
-        (piddir / "1.json").write_text(json.dumps({"pid": 1, "owner": live_owner.pid, "argv": []}))
-        assert reap_leftovers() == [orphan.pid]
-        orphan.wait(5)
-        assert stranger.poll() is None  # its command line does not match: not ours to kill
-        assert (piddir / "1.json").exists()  # its run is alive: not a leftover
-        live_owner.kill()
-    finally:
-        for proc in (orphan, stranger):
-            proc.kill()
-            proc.wait()
+def test_reap_drops_dead_runs_directories_only(tmp_path: Path) -> None:
+    """A dead run's guest output and VM scratch directories go; ours (alive) and those
+    without our prefix stay."""
+    proc = subprocess.Popen(["sleep", "60"])
+    dead = f"{naming.PREFIX}{proc.pid}s{naming.process_start_time(proc.pid)}"
+    proc.kill()
+    proc.wait()
+    cache = tmp_path / "cache/netregress/kernels"
+    (cache / "runs" / f"{dead}-bookworm-6.1").mkdir(parents=True)
+    (cache / "runs" / "linux-6.1-stock").mkdir()  # a built kernel's (check-reintroduced-bug)
+    (cache / "run" / f"{dead}-0123456789ab").mkdir(parents=True)
+    (cache / "run" / "tmpabcd").mkdir()  # a TemporaryDirectory of a probe
+    mine = [run_dir("bookworm-6.1"), scratch_dir()]
+    assert reap_leftovers() == []
+    assert sorted(p.name for p in (cache / "runs").iterdir()) == sorted(
+        ["linux-6.1-stock", mine[0].name])
+    assert sorted(p.name for p in (cache / "run").iterdir()) == sorted(["tmpabcd", mine[1].name])
 
 
 def test_missing_tools_tell_the_user_what_to_run(

@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from netns import CmdError, Namespace, naming
+from netns import CmdError, Namespace
+from netregress import naming
 
 
 def test_names_are_unique_and_owned_by_this_process(ns_factory) -> None:

@@ -30,7 +30,7 @@ CLIENT = textwrap.dedent("""
 
 def _serve(net: Network):
     proc = net["b"].spawn([sys.executable, "-u", "-c", SERVER], stdout=-1)
-    assert proc.popen.stdout.readline().strip() == b"ready"
+    assert proc.stdout.readline().strip() == b"ready"
     return proc
 
 
@@ -38,7 +38,7 @@ def test_tcp_exchange_counted_by_helpers(veth_pair: Network) -> None:
     server = _serve(veth_pair)
     with veth_pair["b"].capture("eth0", "tcp port 5001") as cap:
         veth_pair["a"].run([sys.executable, "-c", CLIENT])
-        server.popen.wait(5)
+        server.wait(5)
     data = capture.data_segments(cap.packets, src="10.0.0.1", dport=5001)
     assert 1 <= len(data) <= 5
     assert sum(capture.tcp_payload_len(p) for p in data) == 500

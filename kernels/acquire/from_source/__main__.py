@@ -13,7 +13,7 @@ from pathlib import Path
 from kernels.acquire.from_source.builder import BuildRequest, build
 from kernels.acquire.from_source.make import elapsed
 from kernels.acquire.from_source.source import debian_source, git_tree
-from kernels.errors import KernelsError
+from netregress.errors import run_cli
 
 
 def _status(message: str) -> None:
@@ -48,26 +48,21 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        source = debian_source(args.debian, _status) if args.debian else git_tree(args.tree)
-        request = BuildRequest(
-            source=source,
-            patches=tuple(args.patch),
-            fragments=tuple(args.config),
-            name=args.name,
-            out=args.out,
-            jobs=args.jobs,
-        )
-        result = build(request, _status)
-    except KernelsError as exc:
-        print(f"build-kernel: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(
-            "build-kernel: interrupted (the next build continues where this one stopped)",
-            file=sys.stderr,
-        )
-        return 130
+    return run_cli("build-kernel", lambda: _build(args),
+                   interrupted="interrupted (the next build continues where this one stopped)")
+
+
+def _build(args: argparse.Namespace) -> int:
+    source = debian_source(args.debian, _status) if args.debian else git_tree(args.tree)
+    request = BuildRequest(
+        source=source,
+        patches=tuple(args.patch),
+        fragments=tuple(args.config),
+        name=args.name,
+        out=args.out,
+        jobs=args.jobs,
+    )
+    result = build(request, _status)
     print(f"built {result.name} ({result.release}) in {elapsed(result.seconds)}")
     print(f"  image:   {result.image}")
     print(f"  modules: {result.modules}")

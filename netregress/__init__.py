@@ -1,0 +1,7 @@
+"""The base every part of netregress stands on: run ids and resource names (naming), the
+process core (process) and the one error root (errors).
+
+Why a package of its own: the namespace library (``netns``), the packetdrill engine and the
+kernel matrix all need these, and the engine must not pay for importing ``netns`` (pyroute2,
+scapy) in every engine process. Nothing here imports anything but the standard library.
+"""

@@ -1,0 +1,251 @@
+"""The process core: every child netregress starts, and what a dead run left behind.
+
+Three rules hold for every process any part of netregress starts (a tcpdump in a test
+namespace, the packetdrill binary, QEMU and virtiofsd):
+
+- **It dies with us.** The child asks the kernel for SIGKILL when its parent goes
+  (``PR_SET_PDEATHSIG``), so even a SIGKILLed run leaves no process behind, without any
+  cleanup code of ours running. The request is made between fork and exec, and a parent that
+  died before it is noticed (the child exits instead of running orphaned). The kernel sends
+  the signal when the *thread* that spawned the child ends: spawn from a thread that outlives
+  the child (the main thread, or a worker that stops its children before returning).
+- **It is stopped by PID, never by name.** :meth:`Process.stop` signals through the ``Popen``
+  object, which refuses to signal a child it has already waited for, so a recycled PID is never
+  hit.
+- **A dead run's leftovers are found by name.** Whatever must outlive a SIGKILL to be cleaned
+  up (namespaces, the pidfiles of VM processes, a run's output directory) is named after the
+  owner's run id (:mod:`netregress.naming`, pid plus start time); :func:`leftovers` picks the names
+  whose owner is gone, so a concurrent live run's resources and anything without our prefix are
+  never touched. Pidfiles also record the child's own start time, so a recycled PID is never
+  killed by the next run either.
+
+Why not in ``netns``: the packetdrill engine spawns through this core in every engine process
+and must not import the namespace library (pyroute2, scapy) to do so; see :mod:`netregress`.
+
+``cmd()`` (:mod:`netns.commands`) runs short commands to completion under a timeout without
+this core's ``preexec_fn``: with one, Python forks instead of vforking (8 ms instead of 2 ms a
+command, measured with pytest and scapy loaded on a busy 2-CPU machine), and a command that runs
+to completion needs no stop. One still running inside a SIGKILLed run's namespace is killed by
+the namespace reaper.
+"""
+
+
+import ctypes
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from . import naming
+from .errors import MissingTool, NetregressError
+
+Argv = Sequence[str] | str
+Stream = int | IO[Any] | None
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+# Which Debian package provides a tool, for the "how to fix it" part of MissingTool.
+_PACKAGES = {
+    "ip": "iproute2", "ss": "iproute2", "nstat": "iproute2", "tc": "iproute2",
+    "bridge": "iproute2", "tcpdump": "tcpdump", "ethtool": "ethtool",
+    "iptables": "iptables", "nft": "nftables", "ping": "iputils-ping",
+    "sysctl": "procps", "iperf3": "iperf3", "modprobe": "kmod",
+}  # fmt: skip
+
+
+def require_tool(name: str) -> str:
+    """Absolute path of *name*, or MissingTool telling the user which package to install."""
+    path = shutil.which(name)
+    if path is None:
+        pkg = _PACKAGES.get(name, name)
+        raise MissingTool(f"'{name}' is not installed (Debian package {pkg}); "
+                          f"run scripts/setup to install everything netregress needs")
+    return path
+
+
+def command_line(argv: Argv, ns: str | None = None) -> list[str]:
+    """*argv* as a list (a string is split like a shell would), run inside netns *ns* if given.
+
+    The program is looked up first, so a missing tool is a MissingTool naming its package
+    rather than a FileNotFoundError from deep inside subprocess.
+    """
+    args = shlex.split(argv) if isinstance(argv, str) else list(argv)
+    if not args:
+        raise ValueError("empty command")
+    require_tool(args[0])
+    if ns is None:
+        return args
+    return [require_tool("ip"), "netns", "exec", ns, *args]
+
+
+def die_with_parent(parent: int) -> None:
+    """In a forked child: have the kernel SIGKILL us when *parent* dies, even by SIGKILL.
+
+    If *parent* is already gone (it died between fork and this call), exit at once instead of
+    running as an orphan nobody will stop.
+    """
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+class Process(subprocess.Popen[bytes]):
+    """A child we started: dies with us, and :meth:`stop` stops it by PID.
+
+    A ``Popen`` itself, so callers wait, poll and read its pipes the usual way.
+    """
+
+    def __init__(self, argv: Argv, *, ns: str | None = None, stdin: Stream = subprocess.DEVNULL,
+                 stdout: Stream = subprocess.DEVNULL, stderr: Stream = subprocess.PIPE,
+                 cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
+                 new_session: bool = False, process_group: int | None = None,
+                 setup: Callable[[], None] | None = None) -> None:
+        """Start *argv* (inside netns *ns* if given). *setup* runs in the child before exec
+        (e.g. a scheduling change); *new_session* keeps a terminal's Ctrl-C from reaching the
+        child, so the run stops it in order instead."""
+        self.ns = ns
+        self.argv = command_line(argv, ns)
+        parent = os.getpid()
+
+        def child() -> None:
+            if setup is not None:
+                setup()
+            die_with_parent(parent)
+
+        super().__init__(self.argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
+                         preexec_fn=child, start_new_session=new_session,
+                         process_group=process_group)
+
+    def running(self) -> bool:
+        return self.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, grace: float = 5.0) -> int:
+        """Send *sig*, wait up to *grace* seconds, then SIGKILL; close our ends of its pipes.
+
+        Returns the exit status. Idempotent: an exited child is never signalled again.
+        """
+        if self.running():
+            self.send_signal(sig)
+            try:
+                self.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                self.wait()
+        for stream in (self.stdin, self.stdout, self.stderr):
+            if stream is not None:
+                stream.close()
+        return self.returncode
+
+
+class Children:
+    """The processes one owner started, stopped together (a namespace's, a matrix run's).
+
+    Thread-safe, so matrix workers share one. With *records*, each child is also written to a
+    pidfile there, named after our run id, so that if we are SIGKILLed before the kernel's
+    PDEATHSIG could act (or it was lost to an exited thread) the next run's
+    :func:`reap_records` stops it.
+    """
+
+    def __init__(self, records: Path | None = None) -> None:
+        self._procs: dict[int, Process] = {}
+        self._lock = threading.Lock()
+        self._records = records
+        self._closed = False
+
+    def spawn(self, argv: Argv, **options: Any) -> Process:
+        """Start a :class:`Process` (same options) that belongs to this group."""
+        with self._lock:
+            if self._closed:
+                raise NetregressError("the run was interrupted: no new process is started")
+        proc = Process(argv, **options)
+        if self._records is not None:
+            _record(self._records, proc)
+        with self._lock:
+            self._procs[proc.pid] = proc
+        return proc
+
+    def stop(self, proc: Process, grace: float = 5.0) -> int:
+        """Stop one child by PID (see :meth:`Process.stop`) and forget it."""
+        status = proc.stop(grace=grace)
+        if self._records is not None:
+            _record_path(self._records, proc.pid).unlink(missing_ok=True)
+        with self._lock:
+            self._procs.pop(proc.pid, None)
+        return status
+
+    def stop_all(self, grace: float = 5.0) -> list[BaseException]:
+        """Stop every child still here, newest first, and refuse new ones.
+
+        Keeps going when one stop fails; returns the errors so the caller can report them
+        after the rest is cleaned up.
+        """
+        with self._lock:
+            self._closed = True
+            procs = list(self._procs.values())
+        errors: list[BaseException] = []
+        for proc in reversed(procs):
+            try:
+                self.stop(proc, grace)
+            except Exception as exc:  # keep tearing down; the caller reports
+                errors.append(exc)
+        return errors
+
+
+def _record_path(directory: Path, pid: int) -> Path:
+    return directory / f"{naming.run_id()}-{pid}.json"
+
+
+def _record(directory: Path, proc: Process) -> None:
+    start = naming.process_start_time(proc.pid)
+    # "owner" and "argv" are what older netregress checkouts sharing the cache check before
+    # they delete or act on a record; without them such a checkout drops a live run's records.
+    record = {"pid": proc.pid, "start": start, "owner": os.getpid(), "argv": proc.argv}
+    _record_path(directory, proc.pid).write_text(json.dumps(record))
+
+
+def leftovers(names: Iterable[str]) -> list[str]:
+    """The *names* that carry our prefix and whose owner process is gone, sorted."""
+    dead = []
+    for name in names:
+        owner = naming.owner_of(name)
+        if owner is not None and not owner.alive():
+            dead.append(name)
+    return sorted(dead)
+
+
+def kill(pids: Iterable[int]) -> None:
+    """SIGKILL each PID; one that is already gone is fine."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def reap_records(directory: Path) -> list[int]:
+    """Kill the children dead runs recorded in *directory*; returns the PIDs killed.
+
+    A record is acted on only if its run is dead, and its PID is killed only if that process
+    still has the recorded start time (so it is still our child, not a recycled PID).
+    """
+    killed = []
+    for name in leftovers(p.name for p in directory.glob("*.json")):
+        path = directory / name
+        try:
+            info = json.loads(path.read_text())
+            pid, start = int(info["pid"]), int(info["start"])
+        except (OSError, ValueError, KeyError, TypeError):
+            path.unlink(missing_ok=True)
+            continue
+        if naming.process_start_time(pid) == start:
+            kill([pid])
+            killed.append(pid)
+        path.unlink(missing_ok=True)
+    return killed

@@ -1,0 +1,167 @@
+"""The process core: children die with us, stops hit only our own PIDs, and the next run reaps
+exactly what a dead run left (never a live run's, never a stranger's)."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from netregress import naming, process
+from netregress.errors import MissingTool, NetregressError
+
+# A runner that starts one child through the core, prints the child's PID and waits to be
+# killed. With "cancel", the child drops its PDEATHSIG first (as if the kernel's signal were
+# lost), so only the record can get rid of it.
+_RUNNER = """
+import sys, time
+from pathlib import Path
+from netregress.process import Children
+ns = sys.argv[2] or None
+records = Path(sys.argv[3]) if sys.argv[3] else None
+child = ("import ctypes, time; ctypes.CDLL(None).prctl(1, 0); print('ready', flush=True); "
+         "time.sleep(60)") if sys.argv[1] == "cancel" else "import time; time.sleep(60)"
+p = Children(records).spawn([sys.executable, "-c", child], ns=ns, stdout=None)
+print(p.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _wait_dead(pid: int, timeout: float = 5) -> bool:
+    deadline = time.monotonic() + timeout
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def _sigkilled_runner(mode: str, ns: str = "", records: Path | None = None) -> tuple[int, int]:
+    """Start _RUNNER, SIGKILL it once its child runs; returns (runner PID, child PID)."""
+    runner = subprocess.Popen([sys.executable, "-c", _RUNNER, mode, ns, str(records or "")],
+                              stdout=subprocess.PIPE, text=True)
+    assert runner.stdout is not None
+    lines = [runner.stdout.readline() for _ in range(2 if mode == "cancel" else 1)]
+    child = int(lines[0])
+    runner.kill()
+    runner.wait()
+    return runner.pid, child
+
+
+def _dead_run_id() -> str:
+    """The run id of a process that has exited (what a SIGKILLed run's names carry)."""
+    proc = subprocess.Popen(["sleep", "60"])
+    run_id = f"{naming.PREFIX}{proc.pid}s{naming.process_start_time(proc.pid)}"
+    proc.kill()
+    proc.wait()
+    return run_id
+
+
+def _record(directory: Path, run_id: str, pid: int, start: int | None) -> Path:
+    path = directory / f"{run_id}-{pid}.json"
+    path.write_text(json.dumps({"pid": pid, "start": start, "argv": ["sleep"]}))
+    return path
+
+
+@pytest.mark.parametrize("in_namespace", [False, True], ids=["root", "netns"])
+def test_a_child_dies_with_its_parent(in_namespace: bool, ns_factory) -> None:
+    """PR_SET_PDEATHSIG: a SIGKILLed runner takes its child along, no cleanup code running."""
+    ns = ns_factory("pdeath").name if in_namespace else ""
+    _, child = _sigkilled_runner("plain", ns)
+    assert _wait_dead(child)
+
+
+def test_stop_signals_only_its_own_child_and_only_once() -> None:
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        proc = process.Process(["sleep", "60"])
+        assert proc.running()
+        assert proc.stop() == -15
+        # Stopped and waited for: its PID may be recycled, so it is never signalled again.
+        assert proc.stop() == -15
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_stop_escalates_to_sigkill_after_the_grace_period() -> None:
+    proc = process.Process([sys.executable, "-c",
+                            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                            "print('ready', flush=True); time.sleep(60)"],
+                           stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+    assert proc.stop(grace=0.2) == -9
+
+
+def test_stop_all_stops_the_group_only_and_refuses_new_ones() -> None:
+    outsider = process.Process(["sleep", "60"])
+    group = process.Children()
+    procs = [group.spawn(["sleep", "60"]) for _ in range(2)]
+    assert group.stop_all() == []
+    assert all(p.returncode == -15 for p in procs)
+    assert outsider.running()  # not in the group: untouched
+    outsider.stop()
+    with pytest.raises(NetregressError, match="interrupted"):
+        group.spawn(["sleep", "60"])
+
+
+def test_command_line_splits_and_enters_the_namespace() -> None:
+    assert process.command_line("echo 'a b'", "n1")[1:] == ["netns", "exec", "n1", "echo", "a b"]
+    with pytest.raises(MissingTool, match="scripts/setup"):
+        process.command_line(["netregress-no-such-tool"])
+
+
+def test_records_of_a_dead_run_are_reaped_and_a_live_runs_are_not(tmp_path: Path) -> None:
+    """End to end: a SIGKILLed run whose child outlived it (its PDEATHSIG gone) is cleaned up
+    by the next run from its record; our own live group's child and record stay."""
+    runner, orphan = _sigkilled_runner("cancel", records=tmp_path)
+    try:
+        assert _alive(orphan), "the child dropped its PDEATHSIG: it outlives the runner"
+        live = process.Children(tmp_path)
+        mine = live.spawn(["sleep", "60"])
+        assert process.reap_records(tmp_path) == [orphan]
+        assert _wait_dead(orphan)
+        assert mine.running()
+        assert [p.name for p in tmp_path.iterdir()] == [f"{naming.run_id()}-{mine.pid}.json"]
+        live.stop_all()
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        process.kill([orphan])
+
+
+def test_a_record_never_kills_a_foreign_process(tmp_path: Path) -> None:
+    """A dead run's record whose PID now belongs to somebody else (another start time), a
+    record of a live run, and a file without our prefix: nothing is killed."""
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        start = naming.process_start_time(stranger.pid)
+        assert start is not None
+        recycled = _record(tmp_path, _dead_run_id(), stranger.pid, start + 1)
+        live = _record(tmp_path, naming.run_id(), stranger.pid, start)
+        foreign = tmp_path / f"other-{stranger.pid}.json"
+        foreign.write_text(json.dumps({"pid": stranger.pid, "start": start}))
+        assert process.reap_records(tmp_path) == []
+        assert stranger.poll() is None
+        assert not recycled.exists()  # the dead run's record is dropped all the same
+        assert live.exists() and foreign.exists()
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_leftovers_are_our_names_with_a_dead_owner() -> None:
+    dead, live = _dead_run_id(), naming.run_id()
+    names = [f"{dead}-a", f"{live}-b", "nrfoo-c", "lo", f"{dead}-d", f"x{dead}-e"]
+    assert process.leftovers(names) == [f"{dead}-a", f"{dead}-d"]
+    assert process.leftovers([f"{naming.PREFIX}{os.getpid()}s1-f"]) == [
+        f"{naming.PREFIX}{os.getpid()}s1-f"]  # our PID, another start time: a dead run's
