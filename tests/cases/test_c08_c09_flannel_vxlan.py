@@ -37,6 +37,7 @@ from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 from scapy.packet import bind_layers
 
+from netns import counters
 from netns.topology import Network, Topology, Vxlan, shapes
 from netns.traffic import TcpEchoServer, inject_frames, ping, poll_until, tcp_echo
 from netns.variants import broken
@@ -134,11 +135,15 @@ def test_c08_nolearning_leaves_only_the_static_fdb_entry(topology, learning: boo
                 / VXLAN(flags="Instance", vni=shapes.FLANNEL_VNI)  # plain VXLAN, not GPE
                 / Ether(src=_STRANGER_MAC, dst=shapes.VTEP_MAC[4])
                 / IP(src="172.19.3.99", dst=POD4) / ICMP(id=8, seq=1))
-    rx_before = h4.link("flannel.1").stats()["rx_packets"]
+    def received() -> int:
+        return counters.snapshot(h4)["UdpInDatagrams"]
+
+    before = received()
     inject_frames(h3, "eth0", [bytes(stranger)])
-    # The device learns (or not) before it counts the frame as received.
-    assert poll_until(lambda: h4.link("flannel.1").stats()["rx_packets"] > rx_before,
-                      timeout=5), "the frame from the unknown VTEP never reached h4's flannel.1"
+    # UDP counts the datagram once the VXLAN socket's receive handler returned, i.e. after the
+    # device learned from it (or not), whether or not it then delivered the inner frame.
+    assert poll_until(lambda: received() > before, timeout=10), \
+        "the frame from the unknown VTEP never reached h4's VXLAN socket"
     for n, peer in ((3, 4), (4, 3)):
         entries = flannel[f"h{n}"].fdb("flannel.1")
         assert [(e["lladdr"], e["dst"]) for e in entries] == \
