@@ -17,8 +17,13 @@ Oracles (asserted): ``tunl0`` exists in a new namespace iff the sysctl is 0 (rea
 host; both values are set in a matrix VM guest, which is thrown away); after a delete
 attempt the device still exists (the error, if any, is recorded — it differs between
 kernels); the rename succeeds and keeps the ifindex; an IPIP packet from a source no tunnel
-knows raises tunl0's rx_packets when it is up. The broken variant runs that oracle with
-tunl0 down (the packets are refused with ICMP destination unreachable), a strict xfail.
+knows raises tunl0's rx_packets when it is up.
+
+Broken variants (strict xfail, the same oracle): the sysctl oracle on a namespace created while
+the sysctl was 1 and checked after it went back to 0 (it has no tunl0 although the sysctl now
+says every namespace gets one); the delete oracle on a tunl0 that is an ordinary IPIP tunnel
+(the fallback renamed away first), which ``ip link del`` removes like any link; the catch-all
+oracle with tunl0 down (the packets are refused with ICMP destination unreachable).
 """
 
 import sys
@@ -39,14 +44,6 @@ pytestmark = pytest.mark.needs("ipip")  # the probe also loads the module in a V
 
 FB = "net.core.fb_tunnels_only_for_init_net"
 
-# Oracles without a broken variant, and why (tests/unit/test_case_oracles.py reads this).
-ORACLES_NOT_PROVEN = {
-    "test_c07_tunl0_in_new_namespaces_follows_fb_sysctl":
-        "both sysctl values are asserted; no configuration makes the kernel ignore it",
-    "test_c07_tunl0_cannot_be_deleted_but_can_be_renamed":
-        "no configuration makes the fallback device deletable",
-}
-
 
 def current_fb_value() -> int:
     try:
@@ -56,15 +53,30 @@ def current_fb_value() -> int:
         return 0
 
 
-@pytest.mark.parametrize("value", ["current", 0, 1])
-def test_c07_tunl0_in_new_namespaces_follows_fb_sysctl(value) -> None:
-    if value != "current" and not in_netregress_vm():
+def _knobs(value: int | str) -> dict[str, int | str]:
+    """The sysctl setting for a parameter value ("current": leave it as it is)."""
+    if value == "current":
+        return {}
+    if not in_netregress_vm():
         pytest.skip(GUEST_ONLY.format(knob=FB))
-    knobs = {} if value == "current" else {FB: value}
-    with GlobalSysctls(knobs):
+    return {FB: value}
+
+
+@pytest.mark.parametrize("created, checked", [
+    pytest.param("current", "current", id="current"),
+    pytest.param(0, 0, id="0"),
+    pytest.param(1, 1, id="1"),
+    broken(1, 0, id="created-under-1", why="a namespace made while the sysctl was 1 has no "
+           "tunl0, although the sysctl reads 0 when it is checked"),
+])
+def test_c07_tunl0_in_new_namespaces_follows_fb_sysctl(created: int | str,
+                                                       checked: int | str) -> None:
+    """The kernel reads the sysctl once, when it sets up a new namespace's ipip state."""
+    with GlobalSysctls(_knobs(created)):
+        ns = Namespace("c07")
+    with ns, GlobalSysctls(_knobs(checked)):
         effective = current_fb_value()
-        with Namespace("c07") as ns:
-            present = "tunl0" in ns.links()
+        present = "tunl0" in ns.links()
     print(f"C07 {FB}={effective}: tunl0 in a new namespace: {present}")
     assert present == (effective == 0)
 
@@ -90,14 +102,30 @@ def _try_delete(ns: Namespace, ifname: str) -> str:
     """Attempt ``ip link del``; the kernel's answer (error or silence) differs by version."""
     try:
         ns.link(ifname).delete()
-        return "no error (ignored)"
+        return "no error"
     except NetlinkError as exc:
         return f"errno {exc.code} ({exc.args[1]})"
 
 
+def _user_tunl0(ns: Namespace) -> None:
+    """Move the fallback out of the way and give its name to an ordinary IPIP tunnel (its
+    endpoints differ from the fallback's any/any, which the kernel would refuse as a twin)."""
+    ns.link("tunl0").down().rename("tunl0_kernel")
+    ns.run(["ip", "link", "add", "tunl0", "type", "ipip", "local", "192.0.2.8",
+            "remote", "192.0.2.7"])
+
+
+@pytest.mark.parametrize("make_user_tunl0", [
+    pytest.param(False, id="fallback"),
+    broken(True, id="user-tunnel", why="a tunl0 that is an ordinary IPIP tunnel is deleted "
+           "like any link"),
+])
 def test_c07_tunl0_cannot_be_deleted_but_can_be_renamed(with_fallback: Namespace,
-                                                        record_testsuite_property) -> None:
+                                                        record_testsuite_property,
+                                                        make_user_tunl0: bool) -> None:
     ns = with_fallback
+    if make_user_tunl0:
+        _user_tunl0(ns)
     index = ns.link("tunl0").index
     outcome = _try_delete(ns, "tunl0")
     record_testsuite_property("c07_delete_tunl0", outcome)

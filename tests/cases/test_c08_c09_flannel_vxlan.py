@@ -15,7 +15,8 @@ destination for the VTEP MAC and drops the frame (``tx_dropped``): a silent blac
 Oracles (asserted): inner TTL exactly −2 across the overlay; outer UDP dport 8472 with
 VNI 1, inner MACs = VTEP MACs, outer TTL 64 (``ttl auto`` on a direct underlay); SYN and
 SYN-ACK MSS 1410 (1450 − 40) and the TCP exchange completes; ``bridge fdb show dev
-flannel.1`` holds only the static entry after traffic (nothing learned); the peer's
+flannel.1`` holds only the static entry after traffic, even after a frame from an inner
+source MAC no entry names (nothing learned); the peer's
 flannel.1 address x.x.x.0 answers pings (a unicast address since 5.14; 5.10 is a
 known difference in ``kernels/expectations.toml``). C09: without flanneld's FDB entry the
 ping fails, nothing leaves on 8472, flannel.1 counts tx_dropped — and adding the FDB
@@ -24,10 +25,11 @@ entries by hand repairs it.
 Broken variants (strict xfail, the same oracle): the inner-TTL oracle without the FDB entry
 (C09's blackhole); the outer-header oracle with VTEPs on port 4789; the MSS oracle with pods
 left at MTU 1500; the x.x.x.0 oracle with the broadcast route pre-5.14 kernels install for a
-subnet's lowest address; the C09 oracle with the FDB entry in place. Not proven: the
-nolearning oracle (every inner source MAC here is a VTEP MAC with a static entry, so a
-learning device would learn nothing new either).
+subnet's lowest address; the nolearning oracle with learning flannel.1 devices (the
+unknown inner source MAC becomes a learned entry); the C09 oracle with the FDB entry in place.
 """
+
+from dataclasses import replace
 
 import pytest
 from scapy.layers.inet import ICMP, IP, TCP, UDP
@@ -35,26 +37,29 @@ from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 from scapy.packet import bind_layers
 
-from netns.topology import Network, shapes
-from netns.traffic import TcpEchoServer, ping, tcp_echo
+from netns import counters
+from netns.topology import Network, Topology, Vxlan, shapes
+from netns.traffic import TcpEchoServer, inject_frames, ping, poll_until, tcp_echo
 from netns.variants import broken
 
 bind_layers(UDP, VXLAN, dport=shapes.FLANNEL_PORT)
 
 POD3, POD4 = shapes.pod_ip(3), shapes.pod_ip(4)
 _NUD_PERMANENT = 0x80
-
-# Oracles without a broken variant, and why (tests/unit/test_case_oracles.py reads this).
-ORACLES_NOT_PROVEN = {
-    "test_c08_nolearning_leaves_only_the_static_fdb_entry":
-        "every inner source MAC is a VTEP MAC with a static entry: learning on would learn "
-        "nothing new here either",
-}
+# An inner source MAC that no FDB entry names: a VTEP flanneld does not know (yet).
+_STRANGER_MAC = "02:00:00:c0:08:99"
 
 
 @pytest.fixture
 def flannel(topology) -> Network:
     return topology(shapes.flannel_vxlan())
+
+
+def _learning(topo: Topology) -> Topology:
+    """The same topology with flannel.1 created without ``nolearning`` (a broken variant)."""
+    links = tuple(replace(link, learning=True) if isinstance(link, Vxlan) else link
+                  for link in topo.links)
+    return replace(topo, name=topo.name + "_learning", links=links)
 
 
 def _echo(pkts: list, icmp_type: int) -> list:
@@ -111,8 +116,34 @@ def test_c08_syn_mss_is_1410_and_tcp_works(topology, pod_mtu: int) -> None:
     assert mss == {(POD3, shapes.FLANNEL_MTU - 40), (POD4, shapes.FLANNEL_MTU - 40)}
 
 
-def test_c08_nolearning_leaves_only_the_static_fdb_entry(flannel: Network) -> None:
+@pytest.mark.parametrize("learning", [
+    pytest.param(False, id="nolearning"),
+    broken(True, id="learning", why="a learning flannel.1 adds the unknown inner source MAC "
+           "to its FDB"),
+])
+def test_c08_nolearning_leaves_only_the_static_fdb_entry(topology, learning: bool) -> None:
+    """The pods' traffic alone cannot show learning: every inner source MAC in it is a VTEP
+    MAC that already has its static entry. So h3's underlay also sends h4 one VXLAN frame
+    from a MAC no entry names, as an unknown VTEP would; a learning device adds it."""
+    base = shapes.flannel_vxlan()
+    flannel = topology(_learning(base) if learning else base)
     assert ping(flannel["pod3"], POD4, count=2)
+    h3, h4 = flannel["h3"], flannel["h4"]
+    stranger = (Ether(src=h3.link("eth0").mac, dst=h4.link("eth0").mac)
+                / IP(src=shapes.underlay_ip(3), dst=shapes.underlay_ip(4))
+                / UDP(sport=40000, dport=shapes.FLANNEL_PORT)
+                / VXLAN(flags="Instance", vni=shapes.FLANNEL_VNI)  # plain VXLAN, not GPE
+                / Ether(src=_STRANGER_MAC, dst=shapes.VTEP_MAC[4])
+                / IP(src="172.19.3.99", dst=POD4) / ICMP(id=8, seq=1))
+    def received() -> int:
+        return counters.snapshot(h4)["UdpInDatagrams"]
+
+    before = received()
+    inject_frames(h3, "eth0", [bytes(stranger)])
+    # UDP counts the datagram once the VXLAN socket's receive handler returned, i.e. after the
+    # device learned from it (or not), whether or not it then delivered the inner frame.
+    assert poll_until(lambda: received() > before, timeout=10), \
+        "the frame from the unknown VTEP never reached h4's VXLAN socket"
     for n, peer in ((3, 4), (4, 3)):
         entries = flannel[f"h{n}"].fdb("flannel.1")
         assert [(e["lladdr"], e["dst"]) for e in entries] == \
