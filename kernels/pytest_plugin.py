@@ -32,6 +32,7 @@ from kernels.procs import Children, reap_leftovers
 from kernels.qemu import InitramfsLauncher
 from kernels.replay import replay
 from kernels.runner import RunOptions, run_kernel
+from netns.session import VM_KERNEL, VmKernel
 
 
 @dataclass
@@ -99,6 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except KernelsError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_STATE] = _HostState(spec, kernel)
+    config.stash[VM_KERNEL] = VmKernel(spec.name)   # what the other plugins read
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -16,7 +16,7 @@ from typing import IO, Iterator
 from pyroute2 import IPRoute
 from pyroute2 import netns as pyroute2_netns
 
-from . import counters, naming, sockets
+from . import counters, naming, privilege, sockets
 from .addressing import AddressingMixin
 from .capture import Capture
 from .commands import Argv, CmdResult, Process, cmd, spawn
@@ -31,6 +31,7 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
     """A fresh network namespace named ``<run id>-<label>-<n>`` with ``lo`` up."""
 
     def __init__(self, label: str = "ns") -> None:
+        privilege.require_namespaces()
         self.label = label
         self.name = naming.unique(label)
         pyroute2_netns.create(self.name)
