@@ -9,8 +9,10 @@ temporary directories are outside this conftest's reach.
 
 import pytest
 
-PLUGINS = ["netns.pytest_plugin", "netns.packetdrill.pytest_plugin", "kernels.pytest_plugin",
-           "netns.report_html"]
+# netns.report_html before kernels.pytest_plugin, which imports it (pytest can only rewrite
+# the asserts of a plugin it imports itself).
+PLUGINS = ["netns.pytest_plugin", "netns.packetdrill.pytest_plugin", "netns.report_html",
+           "kernels.pytest_plugin"]
 pytest_plugins = [*PLUGINS, "pytester"]
 
 # docs/examples holds demo scripts that fail on some kernels on purpose (docs/html-report.md).

@@ -12,11 +12,13 @@ path printed) only when the test fails.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +41,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--record-skips", metavar="FILE",
                     help="write the node ids of skipped tests to FILE (one per line), e.g. to "
                          "re-run what this kernel cannot in a VM kernel that can")
+    group.addoption("--record-verdicts", metavar="FILE",
+                    help="write each test's verdict and reason to FILE (JSON: node id -> "
+                         "outcome, reason), e.g. to compare a rootless run with a root run")
     group.addoption("--artifacts-dir", default=os.environ.get("NETREGRESS_ARTIFACTS"),
                     help="where failing tests keep pcaps and counter snapshots "
                          "(default: ./artifacts/<run id>)")
@@ -139,28 +144,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     return report
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """--record-skips: the controller (not xdist workers) writes every skipped node id."""
-    path = session.config.getoption("--record-skips")
-    if not path or hasattr(session.config, "workerinput"):
-        return
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    skipped = [] if reporter is None else reporter.stats.get("skipped", [])
-    ids = sorted({rep.nodeid for rep in skipped if isinstance(rep, pytest.TestReport)})
-    Path(path).write_text("".join(f"{nodeid}\n" for nodeid in ids))
+_OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+_WORST_FIRST = ("error", "failed", "xpassed", "xfailed", "skipped", "passed")
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """One line per case: outcome, and for skips the precise reason, then the kernel."""
-    mode = terminalreporter.config.getoption("--summary")
-    if mode == "none":
-        return
-    outcomes = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
-    if mode == "problems":
-        outcomes = outcomes[1:]
+def _rows(stats: dict[str, list[Any]], outcomes: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """(node id, outcome, reason) per report: skips with their precise reason, xfails with
+    theirs; a pass counts from its call phase only."""
     rows: list[tuple[str, str, str]] = []
     for outcome in outcomes:
-        for rep in terminalreporter.stats.get(outcome, []):
+        for rep in stats.get(outcome, []):
             if not isinstance(rep, pytest.TestReport):
                 continue
             if outcome == "passed" and rep.when != "call":
@@ -171,6 +164,31 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             elif outcome == "xfailed":
                 reason = getattr(rep, "wasxfail", "")
             rows.append((rep.nodeid, outcome, reason))
+    return rows
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """--record-skips / --record-verdicts: the controller (not xdist workers) writes them."""
+    config = session.config
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if hasattr(config, "workerinput") or reporter is None:
+        return
+    if path := config.getoption("--record-skips"):
+        ids = sorted({nodeid for nodeid, _, _ in _rows(reporter.stats, ("skipped",))})
+        Path(path).write_text("".join(f"{nodeid}\n" for nodeid in ids))
+    if path := config.getoption("--record-verdicts"):
+        verdicts: dict[str, dict[str, str]] = {}
+        for nodeid, outcome, reason in _rows(reporter.stats, _WORST_FIRST):
+            verdicts.setdefault(nodeid, {"outcome": outcome, "reason": reason})
+        Path(path).write_text(json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per case: outcome, and for skips the precise reason, then the kernel."""
+    mode = terminalreporter.config.getoption("--summary")
+    if mode == "none":
+        return
+    rows = _rows(terminalreporter.stats, _OUTCOMES[1:] if mode == "problems" else _OUTCOMES)
     if not rows:
         return
     target = vm_kernel(terminalreporter.config)
