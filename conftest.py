@@ -2,9 +2,9 @@
 
 They are opt-in, not ``pytest11`` entry points: installing the package must not change a
 stranger's pytest (no privilege demands, no calibration, no reaping in their sessions).
-Anyone else opts in with ``-p netns.pytest_plugin`` (and the others below). pytester runs
-(the plugins' own tests) get the same list through ``PYTEST_PLUGINS``, because their
-temporary directories are outside this conftest's reach.
+Anyone else opts in with ``-p netns.pytest_plugin`` (and the others below). Sessions our
+tests start in temporary folders, outside this conftest's reach, get the same list through
+``PYTEST_PLUGINS`` (the ``opted_in`` fixture).
 """
 
 import pytest
@@ -20,7 +20,13 @@ collect_ignore = ["docs"]
 
 
 @pytest.fixture
-def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """pytest's pytester, whose runs (in-process or subprocess) load our plugins as ours do."""
+def opted_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest sessions this test starts (pytester, or a subprocess in a folder outside this
+    checkout) load our plugins as this project's runs do."""
     monkeypatch.setenv("PYTEST_PLUGINS", ",".join(PLUGINS))
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, opted_in: None) -> pytest.Pytester:
+    """pytest's pytester, opted in to our plugins (see :func:`opted_in`)."""
     return pytester
