@@ -14,8 +14,6 @@ for root up front:
 Answers are cached for the process: they cannot change while it runs.
 """
 
-from __future__ import annotations
-
 import functools
 import os
 import stat
@@ -87,6 +85,6 @@ def tun_problem() -> str | None:
         info = os.stat(TUN_DEVICE)
     except FileNotFoundError:
         return f"{TUN_DEVICE} does not exist (kernel without tun, or no /dev)"
-    return initial_root_reason(f"opens {TUN_DEVICE} ({stat.filemode(info.st_mode)}, "
-                               f"uid {info.st_uid}), which this machine reserves for root")
+    return initial_root_reason(f"opens {TUN_DEVICE} ({stat.filemode(info.st_mode)}), which "
+                               f"this machine does not let other users open")
 

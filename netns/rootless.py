@@ -16,8 +16,6 @@ The availability check only *reads* the sysctls that gate user namespaces; it ne
 them.
 """
 
-from __future__ import annotations
-
 import ctypes
 import os
 import shutil

@@ -13,8 +13,6 @@ setup does the full install without the network.
 It creates nothing but a temporary directory, removed at the end; it changes no sysctl.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

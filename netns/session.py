@@ -5,8 +5,6 @@ must agree on where the tests run. The kernels plugin decides that from ``--kern
 others read the typed decision here instead of reaching into its command-line options.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import pytest

@@ -165,6 +165,11 @@ def run_with_tolerance(config: pytest.Config, path: Path, variant: str
                        ) -> tuple[RunResult, Tolerance]:
     """:func:`run_for_test`, plus the tolerance the run had: the script's parsed base with the
     session's slack (the upstream adapter judges its timing errors by it)."""
+    from netns import privilege
+    from netns.pytest_plugin import ready
+    ready(config)               # the run unshares a namespace: privilege, reaping
+    if (why := privilege.tun_problem()) is not None:
+        pytest.skip(why)        # and it needs a tun device
     options = variant_options(variant) + COMMON_OPTIONS
     policy = config.stash[SLACK_KEY].tolerance()
     try:
@@ -237,11 +242,6 @@ class PktItem(pytest.Item):
         self.skip_if_has = skip_if_has
 
     def runtest(self) -> None:
-        from netns import privilege
-        from netns.pytest_plugin import ready
-        ready(self.config)          # the run unshares a namespace: privilege, reaping
-        if (why := privilege.tun_problem()) is not None:
-            pytest.skip(why)
         if self.skip_if_has:
             from netns import features   # the library's cached kernel probes
             present = [name for name in self.skip_if_has if features.has(name)]

@@ -2,8 +2,6 @@
 in our virtualenv, as a normal user, meets none of our plugins; our own run as a normal user
 runs what needs no namespace and says precisely why the rest cannot run."""
 
-from __future__ import annotations
-
 import os
 import pwd
 import shutil
