@@ -74,8 +74,8 @@ def _chromium_missing() -> str | None:
     return None
 
 
-def test_matrix_html_drill_down_in_chromium(tmp_path: Path,
-                                            pytestconfig: pytest.Config) -> None:
+def test_matrix_html_drill_down_in_chromium(tmp_path: Path, pytestconfig: pytest.Config,
+                                            opted_in: None) -> None:
     missing = _chromium_missing()
     if missing:
         pytest.skip(missing)
