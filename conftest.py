@@ -1,19 +1,15 @@
 """Root conftest: this project's runs load netregress's pytest plugins from here.
 
-They are opt-in, not ``pytest11`` entry points: installing the package must not change a
-stranger's pytest (no privilege demands, no calibration, no reaping in their sessions).
-Anyone else opts in with ``-p netns.pytest_plugin`` (and the others below). Sessions our
-tests start in temporary folders, outside this conftest's reach, get the same list through
-``PYTEST_PLUGINS`` (the ``opted_in`` fixture).
+They are opt-in (``netns/plugins.py``), not ``pytest11`` entry points: installing the package
+must not change a stranger's pytest (no privilege demands, no calibration, no reaping in
+their sessions). Anyone else opts in with ``-p netns.plugins``. Sessions our tests start in
+temporary folders, outside this conftest's reach, get it through ``PYTEST_PLUGINS`` (the
+``opted_in`` fixture).
 """
 
 import pytest
 
-# netns.report_html before kernels.pytest_plugin, which imports it (pytest can only rewrite
-# the asserts of a plugin it imports itself).
-PLUGINS = ["netns.pytest_plugin", "netns.packetdrill.pytest_plugin", "netns.report_html",
-           "kernels.pytest_plugin"]
-pytest_plugins = [*PLUGINS, "pytester"]
+pytest_plugins = ["netns.plugins", "pytester"]
 
 # docs/examples holds demo scripts that fail on some kernels on purpose (docs/html-report.md).
 collect_ignore = ["docs"]
@@ -23,7 +19,7 @@ collect_ignore = ["docs"]
 def opted_in(monkeypatch: pytest.MonkeyPatch) -> None:
     """pytest sessions this test starts (pytester, or a subprocess in a folder outside this
     checkout) load our plugins as this project's runs do."""
-    monkeypatch.setenv("PYTEST_PLUGINS", ",".join(PLUGINS))
+    monkeypatch.setenv("PYTEST_PLUGINS", "netns.plugins")
 
 
 @pytest.fixture

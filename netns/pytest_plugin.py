@@ -1,6 +1,6 @@
 """pytest integration: fixtures that always clean up, artifacts on failure, a clear summary.
 
-Opt-in: the root conftest.py (or ``-p netns.pytest_plugin``) loads it for this project's runs;
+Opt-in: the root conftest.py (or ``-p netns.plugins``) loads it for this project's runs;
 installing the package changes nobody else's pytest. Nothing privileged happens per session:
 the fixtures that build namespaces (``ns``, ``ns_factory``, ``topology``) first require the
 privilege namespaces need (one clear error, not a traceback) and, once per process, reap what

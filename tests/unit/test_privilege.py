@@ -79,7 +79,7 @@ def test_opting_in_loads_the_plugins_and_asks_privilege_per_test(outside: Path) 
     test errors with the fix, the root-only test skips with its reason; no calibration."""
     status, out = _pytest_as_nobody(
         outside, STRANGER + OURS.replace("import os\nimport pytest\n", "import pytest\n"),
-        "-p", "netns.pytest_plugin", "-p", "netns.packetdrill.pytest_plugin")
+        "-p", "netns.plugins")
     assert status != 0
     assert "1 failed, 2 passed, 1 skipped, 1 error" in out, out
     assert "test_meets_none_of_our_plugins FAILED" in out

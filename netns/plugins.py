@@ -1,0 +1,11 @@
+"""Every netregress pytest plugin behind one name: ``-p netns.plugins``.
+
+The plugins are opt-in, not ``pytest11`` entry points, so installing netregress changes no
+other project's pytest session. This checkout's root conftest.py loads this module, and so do
+the project's own commands for paths outside the checkout (they export ``PYTEST_PLUGINS``).
+The kernels plugin comes last: it imports ``netns.report_html``, and pytest can rewrite the
+asserts only of a plugin it imports itself.
+"""
+
+pytest_plugins = ["netns.pytest_plugin", "netns.packetdrill.pytest_plugin", "netns.report_html",
+                  "kernels.pytest_plugin"]
