@@ -19,19 +19,20 @@ from pathlib import Path
 import pytest
 from _pytest.reports import TestReport
 
-from kernels import progress_log, tools
-from kernels.catalog import KernelSpec, load_catalog, lookup
+from kernels import tools
+from kernels.acquire.catalog import KernelSpec, load_catalog, lookup
+from kernels.acquire.fetch import fetch
+from kernels.acquire.kernel import BootableKernel, version_tuple
 from kernels.errors import KernelsError
-from kernels.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
-from kernels.fetch import fetch
-from kernels.junit import NODEID_PROPERTY
-from kernels.kernel import BootableKernel, version_tuple
-from kernels.ktap import KtapWriter
+from kernels.matrix import progress_log
+from kernels.matrix.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
+from kernels.matrix.replay import replay
+from kernels.matrix.runner import RunOptions, run_kernel
 from kernels.paths import cache_dir
-from kernels.procs import Children, reap_leftovers
-from kernels.qemu import InitramfsLauncher
-from kernels.replay import replay
-from kernels.runner import RunOptions, run_kernel
+from kernels.report.junit import NODEID_PROPERTY
+from kernels.report.ktap import KtapWriter
+from kernels.vm.procs import Children, reap_leftovers
+from kernels.vm.qemu import InitramfsLauncher
 from netns.session import VM_KERNEL, VmKernel
 
 

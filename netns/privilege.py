@@ -47,13 +47,18 @@ def in_initial_user_namespace() -> bool:
 def namespace_problem() -> str | None:
     """Why this process cannot create network namespaces, or None if it can."""
     caps = _effective_caps()
-    missing = [name for bit, name in ((_CAP_NET_ADMIN, "CAP_NET_ADMIN"),
-                                      (_CAP_SYS_ADMIN, "CAP_SYS_ADMIN")) if not caps >> bit & 1]
+    missing = [
+        name
+        for bit, name in ((_CAP_NET_ADMIN, "CAP_NET_ADMIN"), (_CAP_SYS_ADMIN, "CAP_SYS_ADMIN"))
+        if not caps >> bit & 1
+    ]
     if not missing:
         return None
-    return (f"netregress needs root or a user namespace ({' and '.join(missing)} missing): "
-            f"it creates network namespaces. Run `scripts/netregress` (as root, or as a normal "
-            f"user where the kernel allows unprivileged user namespaces), or run pytest as root.")
+    return (
+        f"netregress needs root or a user namespace ({' and '.join(missing)} missing): "
+        f"it creates network namespaces. Run `scripts/netregress` (as root, or as a normal "
+        f"user where the kernel allows unprivileged user namespaces), or run pytest as root."
+    )
 
 
 def require_namespaces() -> None:
@@ -85,6 +90,7 @@ def tun_problem() -> str | None:
         info = os.stat(TUN_DEVICE)
     except FileNotFoundError:
         return f"{TUN_DEVICE} does not exist (kernel without tun, or no /dev)"
-    return initial_root_reason(f"opens {TUN_DEVICE} ({stat.filemode(info.st_mode)}), which "
-                               f"this machine does not let other users open")
-
+    return initial_root_reason(
+        f"opens {TUN_DEVICE} ({stat.filemode(info.st_mode)}), which "
+        f"this machine does not let other users open"
+    )

@@ -10,13 +10,11 @@ gets an artifact folder; pcaps and nstat snapshots land there, and the folder is
 path printed) only when the test fails.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import platform
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from .topology import Network, Topology, build, shapes
 
 _ARTIFACTS_KEY = pytest.StashKey[Path]()
 _READY_KEY = pytest.StashKey[bool]()
+_FAILED_KEY = pytest.StashKey[bool]()  # a phase of the test failed: keep its artifacts
 _REPORT_FEATURES = ("veth", "bridge", "vxlan", "tun", "dummy", "ipip", "gre", "netem")
 
 
@@ -122,7 +121,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                              ) -> Iterator[None]:
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Turn FeatureMissing into a skip and NotPrivileged into its message alone; keep
     artifacts of failures, drop the rest."""
     report: pytest.TestReport = yield
@@ -132,8 +131,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                            f"Skipped: {call.excinfo.value}")
     elif call.excinfo is not None and call.excinfo.errisinstance(NotPrivileged):
         report.longrepr = str(call.excinfo.value)
-    failed = getattr(item, "_netregress_failed", False) or report.failed
-    item._netregress_failed = failed  # type: ignore[attr-defined]
+    failed = item.stash.get(_FAILED_KEY, False) or report.failed
+    item.stash[_FAILED_KEY] = failed
     folder = artifact_dir(item)
     if report.when == "teardown":
         artifacts.set_current(None)

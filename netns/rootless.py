@@ -31,11 +31,17 @@ _MS_NOSUID = 0x2
 _MS_NODEV = 0x4
 # The sysctls that may forbid unprivileged user namespaces, and the value that does.
 _GATES = (
-    ("/proc/sys/kernel/unprivileged_userns_clone", "0",
-     "kernel.unprivileged_userns_clone = 0 (Debian's switch for unprivileged user namespaces)"),
+    (
+        "/proc/sys/kernel/unprivileged_userns_clone",
+        "0",
+        "kernel.unprivileged_userns_clone = 0 (Debian's switch for unprivileged user namespaces)",
+    ),
     ("/proc/sys/user/max_user_namespaces", "0", "user.max_user_namespaces = 0"),
-    ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1",
-     "kernel.apparmor_restrict_unprivileged_userns = 1 (AppArmor confines user namespaces)"),
+    (
+        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+        "1",
+        "kernel.apparmor_restrict_unprivileged_userns = 1 (AppArmor confines user namespaces)",
+    ),
 )
 NETNS_DIR = Path("/run/netns")
 
@@ -50,14 +56,18 @@ def userns_problem(as_user: Sequence[str] = ()) -> str | None:
         try:
             value = Path(path).read_text(encoding="ascii").strip()
         except OSError:
-            continue        # this kernel does not have the switch
+            continue  # this kernel does not have the switch
         if value == refusing:
             return f"unprivileged user namespaces are disabled: {what}"
     unshare = shutil.which("unshare")
     if unshare is None:
         return "'unshare' is not installed (Debian package util-linux)"
-    trial = subprocess.run([*as_user, unshare, "--user", "--map-current-user", "--net", "true"],
-                           capture_output=True, text=True, check=False)
+    trial = subprocess.run(
+        [*as_user, unshare, "--user", "--map-current-user", "--net", "true"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if trial.returncode != 0:
         return f"unprivileged user namespaces are refused: {trial.stderr.strip()}"
     return None
@@ -68,14 +78,25 @@ def wrap(argv: list[str]) -> list[str]:
     unshare = shutil.which("unshare")
     if unshare is None:
         raise NetregressError("'unshare' is not installed (Debian package util-linux)")
-    return [unshare, "--map-current-user", "--keep-caps", "--net", "--mount", "--",
-            sys.executable, "-m", "netns.rootless", _INSIDE, "--", *argv]
+    return [
+        unshare,
+        "--map-current-user",
+        "--keep-caps",
+        "--net",
+        "--mount",
+        "--",
+        sys.executable,
+        "-m",
+        "netns.rootless",
+        _INSIDE,
+        "--",
+        *argv,
+    ]
 
 
 def _mount_tmpfs(target: Path) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.mount(b"tmpfs", bytes(target), b"tmpfs", _MS_NOSUID | _MS_NODEV,
-                  b"mode=0755") != 0:
+    if libc.mount(b"tmpfs", bytes(target), b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=0755") != 0:
         err = ctypes.get_errno()
         raise NetregressError(f"cannot mount a private tmpfs on {target}: {os.strerror(err)}")
 

@@ -33,15 +33,32 @@ Verdicts = dict[str, dict[str, str]]
 
 def _as_user(user: pwd.struct_passwd, home: Path, env: dict[str, str]) -> list[str]:
     """Command prefix: run as *user* with a clean environment (the user's own PATH, HOME)."""
-    return ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
-            "env", "-i", f"HOME={home}", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
-            *(f"{key}={value}" for key, value in env.items())]
+    return [
+        "setpriv",
+        f"--reuid={user.pw_uid}",
+        f"--regid={user.pw_gid}",
+        "--clear-groups",
+        "env",
+        "-i",
+        f"HOME={home}",
+        "PATH=/usr/local/bin:/usr/bin:/bin",
+        "LANG=C.UTF-8",
+        *(f"{key}={value}" for key, value in env.items()),
+    ]
 
 
 def _copy_checkout(target: Path) -> None:
     """The working tree as a user's clone would have it (tracked and new files, no .venv)."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         source = REPO / name
         if source.is_file():
@@ -75,10 +92,15 @@ def compare(root: Verdicts, rootless: Verdicts) -> tuple[list[str], bool]:
     ran = sorted(n for n, v in rootless.items() if v["outcome"] != "skipped")
     skipped = sorted(n for n, v in rootless.items() if v["outcome"] == "skipped")
     differ = [n for n in ran if root.get(n, {}).get("outcome") != rootless[n]["outcome"]]
-    lines = [f"rootless: {len(rootless)} cases, {len(ran)} ran, {len(skipped)} skipped; "
-             f"{len(ran) - len(differ)} of {len(ran)} with root's verdict"]
-    lines += [f"  DIFFERENT {n}: root {root.get(n, {}).get('outcome', 'absent')}, rootless "
-              f"{rootless[n]['outcome']}" for n in differ]
+    lines = [
+        f"rootless: {len(rootless)} cases, {len(ran)} ran, {len(skipped)} skipped; "
+        f"{len(ran) - len(differ)} of {len(ran)} with root's verdict"
+    ]
+    lines += [
+        f"  DIFFERENT {n}: root {root.get(n, {}).get('outcome', 'absent')}, rootless "
+        f"{rootless[n]['outcome']}"
+        for n in differ
+    ]
     outcomes = Counter(rootless[n]["outcome"] for n in ran)
     lines.append("  ran: " + ", ".join(f"{count} {o}" for o, count in sorted(outcomes.items())))
     also_root = [n for n in skipped if root.get(n, {}).get("outcome") == "skipped"]
@@ -90,8 +112,9 @@ def compare(root: Verdicts, rootless: Verdicts) -> tuple[list[str], bool]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m netns.rootless_check",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m netns.rootless_check", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--user", default="nobody", help="the unprivileged user (default nobody)")
     parser.add_argument("selection", nargs="+", help="pytest paths or node ids")
     return parser
@@ -110,22 +133,58 @@ def run(user_name: str, selection: list[str]) -> int:
             print(f"rootless check: not checkable on this machine: {problem}")
             return 0
         _copy_checkout(checkout)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q",
-                        "--disable-pip-version-check", "-r", str(REPO / "requirements.lock"),
-                        *_build_requirements(), "-d", str(wheels)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--disable-pip-version-check",
+                "-r",
+                str(REPO / "requirements.lock"),
+                *_build_requirements(),
+                "-d",
+                str(wheels),
+            ],
+            check=True,
+        )
         _chown_tree(work, user)
-        env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels),
-               "NETREGRESS_ARTIFACTS": str(work / "artifacts-rootless")}
+        env = {
+            "PIP_NO_INDEX": "1",
+            "PIP_FIND_LINKS": str(wheels),
+            "NETREGRESS_ARTIFACTS": str(work / "artifacts-rootless"),
+        }
         rootless_json, root_json = work / "rootless.json", work / "root.json"
         common = ["-p", "no:cacheprovider", "--summary=none"]
         print(f"== rootless check: scripts/netregress as {user_name}", flush=True)
-        subprocess.run([*_as_user(user, home, env), str(checkout / "scripts" / "netregress"),
-                        *selection, *common, f"--record-verdicts={rootless_json}"],
-                       cwd=checkout, check=False)
+        subprocess.run(
+            [
+                *_as_user(user, home, env),
+                str(checkout / "scripts" / "netregress"),
+                *selection,
+                *common,
+                f"--record-verdicts={rootless_json}",
+            ],
+            cwd=checkout,
+            check=False,
+        )
         print("== rootless check: the same selection as root", flush=True)
-        subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "pytest", "-n", "2", "-q",
-                        *common, f"--record-verdicts={root_json}", *selection],
-                       cwd=REPO, check=False)
+        subprocess.run(
+            [
+                str(REPO / ".venv" / "bin" / "python"),
+                "-m",
+                "pytest",
+                "-n",
+                "2",
+                "-q",
+                *common,
+                f"--record-verdicts={root_json}",
+                *selection,
+            ],
+            cwd=REPO,
+            check=False,
+        )
         lines, holds = compare(_load(root_json), _load(rootless_json))
         print("\n".join(lines))
         return 0 if holds else 1
@@ -136,8 +195,10 @@ def run(user_name: str, selection: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if os.geteuid() != 0:
-        print("rootless check: run it as root (it runs the selection as root and as "
-              f"{args.user})", file=sys.stderr)
+        print(
+            f"rootless check: run it as root (it runs the selection as root and as {args.user})",
+            file=sys.stderr,
+        )
         return 2
     return run(args.user, args.selection)
 

@@ -2,19 +2,27 @@
 
 import json
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 from _pytest.reports import TestReport
 
-from kernels import progress_log
-from kernels.console import Crash
-from kernels.junit import read_junit
-from kernels.kernel import BootableKernel
-from kernels.report import (CONSOLE_ROW, TIMING_PROPERTY, build, render_markdown, render_text,
-                            to_json, write_outputs)
-from kernels.results import TestResult
-from kernels.runner import KernelRun
-from netns.packetdrill.tolerance import TimingRecord, Tolerance
+from kernels.acquire.kernel import BootableKernel
+from kernels.matrix import progress_log
+from kernels.matrix.results import TestResult
+from kernels.matrix.runner import KernelRun
+from kernels.report.junit import read_junit
+from kernels.report.table import (
+    CONSOLE_ROW,
+    TIMING_PROPERTY,
+    build,
+    render_markdown,
+    render_text,
+    to_json,
+    write_outputs,
+)
+from kernels.vm.console import Crash
+from packetdrill.tolerance import TimingRecord, Tolerance
 
 A, B, C = "t.py::test_a", "t.py::test_b", "t.py::test_c"
 
@@ -102,9 +110,13 @@ def test_outputs_and_junit_round_trip(tmp_path: Path) -> None:
     assert good == {A: "pass", B: "xfail", C: "skip", CONSOLE_ROW: "pass"}
 
 
-def _report(when: str, outcome: str, longrepr: object = None, **extra: object) -> TestReport:
-    location = ("t.py", 1, "test_a")
-    return TestReport(A, location, {}, outcome, longrepr, when, **extra)  # type: ignore[arg-type]
+def _report(when: Literal["setup", "call", "teardown"],
+            outcome: Literal["passed", "failed", "skipped"],
+            longrepr: str | tuple[str, int, str] | None = None, wasxfail: str = "") -> TestReport:
+    report = TestReport(A, ("t.py", 1, "test_a"), {}, outcome, longrepr, when)
+    if wasxfail:
+        report.wasxfail = wasxfail
+    return report
 
 
 @pytest.mark.parametrize("reports, expected", [
@@ -142,10 +154,10 @@ def test_widened_packetdrill_passes_are_distinct_cells_and_the_slack_is_shown(
     runs = _runs(tmp_path)
     runs[0].results[0] = TestResult(A, "pass", properties=((TIMING_PROPERTY, record),))
     matrix = build(runs, [A, B, C])
-    data = to_json(matrix)
-    assert [k["pkt tolerance"] for k in data["kernels"]] == [  # type: ignore[index]
+    data: dict[str, Any] = to_json(matrix)
+    assert [k["pkt tolerance"] for k in data["kernels"]] == [
         "+22.0 ms late (calibrated)", "-"]
-    assert data["tests"][A]["bookworm-6.1"]["timing"]["late_usecs"] == 12000  # type: ignore[index]
+    assert data["tests"][A]["bookworm-6.1"]["timing"]["late_usecs"] == 12000
     text = render_text(matrix)
     assert any(line.startswith(A) and " pass~ " in line for line in text.splitlines())
     assert "pass~: passed only with late-side timing slack" in text

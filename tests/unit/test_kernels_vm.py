@@ -18,8 +18,8 @@ from tap.parser import Parser
 
 from kernels import tools
 from kernels.errors import KernelsError
-from kernels.junit import read_junit
 from kernels.paths import REPO_ROOT
+from kernels.report.junit import read_junit
 
 KERNEL = "bookworm-6.1"
 

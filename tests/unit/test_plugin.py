@@ -6,7 +6,6 @@ import sys
 import pytest
 
 
-
 def test_without_privileges_only_namespace_tests_error(tmp_path) -> None:
     (tmp_path / "test_x.py").write_text("def test_x(ns):\n    pass\n"
                                         "def test_parser():\n    pass\n")

@@ -56,11 +56,28 @@ def outside() -> Iterator[Path]:
 def _pytest_as_nobody(folder: Path, source: str, *args: str) -> tuple[int, str]:
     (folder / "test_stranger.py").write_text(source)
     nobody = pwd.getpwnam("nobody")
-    done = subprocess.run(["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
-                           "--clear-groups", sys.executable, "-m", "pytest", "-v",
-                           "-p", "no:cacheprovider", "-rs", *args, "test_stranger.py"],
-                          cwd=folder, capture_output=True, text=True, timeout=120,
-                          env={"HOME": str(folder), "PATH": os.environ["PATH"]})
+    done = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={nobody.pw_uid}",
+            f"--regid={nobody.pw_gid}",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "pytest",
+            "-v",
+            "-p",
+            "no:cacheprovider",
+            "-rs",
+            *args,
+            "test_stranger.py",
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"HOME": str(folder), "PATH": os.environ["PATH"]},
+    )
     return done.returncode, done.stdout + done.stderr
 
 
@@ -78,13 +95,17 @@ def test_opting_in_loads_the_plugins_and_asks_privilege_per_test(outside: Path) 
     and what an unprivileged opt-in run gives: the parser-like test passes, the namespace
     test errors with the fix, the root-only test skips with its reason; no calibration."""
     status, out = _pytest_as_nobody(
-        outside, STRANGER + OURS.replace("import os\nimport pytest\n", "import pytest\n"),
-        "-p", "netns.plugins")
+        outside,
+        STRANGER + OURS.replace("import os\nimport pytest\n", "import pytest\n"),
+        "-p",
+        "netns.plugins",
+    )
     assert status != 0
     assert "1 failed, 2 passed, 1 skipped, 1 error" in out, out
     assert "test_meets_none_of_our_plugins FAILED" in out
-    assert "netregress needs root or a user namespace (CAP_NET_ADMIN and CAP_SYS_ADMIN " \
-           "missing)" in out
+    assert (
+        "netregress needs root or a user namespace (CAP_NET_ADMIN and CAP_SYS_ADMIN missing)" in out
+    )
     assert "needs root in the initial namespace: loads a module" in out
     assert "late-side timing slack calibrated when the first script runs" in out
     assert "Traceback" not in out
@@ -93,7 +114,8 @@ def test_opting_in_loads_the_plugins_and_asks_privilege_per_test(outside: Path) 
 def test_root_of_the_initial_namespace_is_told_apart() -> None:
     """This process's own answers agree with what it is (run as root, or rootless)."""
     assert privilege.in_initial_user_namespace() == (
-        Path("/proc/self/uid_map").read_text().split() == ["0", "0", "4294967295"])
+        Path("/proc/self/uid_map").read_text().split() == ["0", "0", "4294967295"]
+    )
     if privilege.is_initial_root():
         assert privilege.initial_root_reason("loads a module") is None
         assert privilege.tun_problem() is None
