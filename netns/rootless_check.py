@@ -73,6 +73,17 @@ def _build_requirements() -> list[str]:
     return requires
 
 
+def _download_wheels(wheels: Path) -> None:
+    """Every wheel the user's setup installs, from pip's cache or the index, into *wheels*:
+    the pinned, hashed lock, then (separately: hash mode refuses unpinned names) the build
+    requirements of the checkout's editable install."""
+    pip = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check"]
+    for requirements in (["-r", str(REPO / "requirements.lock")], _build_requirements()):
+        done = subprocess.run([*pip, *requirements, "-d", str(wheels)], check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"rootless check: pip could not fetch {' '.join(requirements)}")
+
+
 def _chown_tree(top: Path, user: pwd.struct_passwd) -> None:
     for folder, _, files in os.walk(top):
         for name in [folder, *(os.path.join(folder, f) for f in files)]:
@@ -133,22 +144,7 @@ def run(user_name: str, selection: list[str]) -> int:
             print(f"rootless check: not checkable on this machine: {problem}")
             return 0
         _copy_checkout(checkout)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "-q",
-                "--disable-pip-version-check",
-                "-r",
-                str(REPO / "requirements.lock"),
-                *_build_requirements(),
-                "-d",
-                str(wheels),
-            ],
-            check=True,
-        )
+        _download_wheels(wheels)
         _chown_tree(work, user)
         env = {
             "PIP_NO_INDEX": "1",

@@ -64,3 +64,20 @@ def test_xdist_two_workers(pytester: pytest.Pytester) -> None:
     """)
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=6)
+
+
+def test_plugins_read_the_vm_kernel_from_the_stash(pytester: pytest.Pytester) -> None:
+    """Where the tests run is one typed decision in config.stash (the kernels plugin makes it
+    from --kernel), not another plugin's command-line option."""
+    pytester.makeconftest("""
+        from netns.session import VM_KERNEL, VmKernel
+        def pytest_configure(config):
+            config.stash[VM_KERNEL] = VmKernel("bookworm-6.1")
+    """)
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([
+        "packetdrill: builtin engine; timing calibrated inside the VM guest",
+        "*netregress summary (kernel bookworm-6.1, in a VM)*",
+    ])
+    assert "netregress: kernel" not in result.stdout.str()   # no probe of this host
