@@ -89,12 +89,16 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     where = "" if privilege.is_initial_root() else (
         " (rootless, in a user namespace: tests that need root in the initial namespace skip)")
     try:
-        have = [f for f in _REPORT_FEATURES if features.has(f)]
+        why_not = {f: features.probe(f) for f in _REPORT_FEATURES}
     except NetregressError as exc:
         return [f"netregress: kernel {platform.release()} (feature probe failed: {exc})"]
-    lacking = [f for f in _REPORT_FEATURES if f not in have]
+    have = [f for f, why in why_not.items() if why is None]
+    root_only = [f for f, why in why_not.items() if why and why.startswith(privilege.ROOT_PREFIX)]
+    lacking = [f for f in _REPORT_FEATURES if f not in have and f not in root_only]
     return [f"netregress: kernel {platform.release()}{where}; has {', '.join(have)}"
-            + (f"; lacks {', '.join(lacking)}" if lacking else "")]
+            + (f"; lacks {', '.join(lacking)}" if lacking else "")
+            + (f"; only for root of the initial namespace: {', '.join(root_only)}"
+               if root_only else "")]
 
 
 def artifact_dir(item: pytest.Item) -> Path:
