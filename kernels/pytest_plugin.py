@@ -31,6 +31,7 @@ from kernels.report.junit import NODEID_PROPERTY
 from kernels.report.ktap import KtapWriter
 from kernels.vm.procs import Children, reap_leftovers, run_dir
 from kernels.vm.qemu import InitramfsLauncher
+from netns.session import VM_KERNEL, VmKernel
 
 
 @dataclass
@@ -98,6 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except KernelsError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_STATE] = _HostState(spec, kernel)
+    config.stash[VM_KERNEL] = VmKernel(spec.name)   # what the other plugins read
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from netregress.errors import NetregressError
 
+from . import privilege
 from .errors import CmdError
 from .namespace import Namespace
 
@@ -57,17 +58,36 @@ PROBES: dict[str, Callable[[Namespace], None]] = {
 
 @functools.cache
 def probe(feature: str) -> str | None:
-    """None if *feature* works on this kernel, else the kernel's refusal as text."""
+    """None if *feature* works on this kernel, else the kernel's refusal as text (or, in a user
+    namespace, why only root of the initial namespace could use it)."""
     try:
         check = PROBES[feature]
     except KeyError:
         raise NetregressError(f"unknown kernel feature {feature!r}; "
                               f"known: {', '.join(sorted(PROBES))}") from None
+    if feature == "tun" and (why := privilege.tun_problem()) is not None:
+        return why
     with Namespace(f"probe-{feature}") as ns:
         try:
             check(ns)
         except CmdError as exc:
-            return exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else str(exc)
+            refusal = exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else str(exc)
+            return _unloaded_module(feature) or refusal
+    return None
+
+
+def _unloaded_module(feature: str) -> str | None:
+    """In a user namespace the kernel does not load a link type's module for us: if the
+    module is installed, the reason is the missing privilege, not the kernel."""
+    if privilege.is_initial_root():
+        return None
+    alias = f"alias rtnl-link-{feature} "
+    try:
+        with open(f"/lib/modules/{platform.release()}/modules.alias", encoding="utf-8") as f:
+            if any(line.startswith(alias) for line in f):
+                return privilege.initial_root_reason(f"loads the {feature} kernel module")
+    except OSError:
+        pass
     return None
 
 
@@ -79,6 +99,8 @@ def missing_reason(*features: str) -> str | None:
     """'kernel lacks ipip (Error: Unknown device type.)' for the first missing one, or None."""
     for feature in features:
         why = probe(feature)
+        if why is not None and why.startswith(privilege.ROOT_PREFIX):
+            return why
         if why is not None:
             return f"kernel lacks {feature} ({why})"
     return None

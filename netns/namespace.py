@@ -17,7 +17,7 @@ from pyroute2 import netns as pyroute2_netns
 from netregress import naming
 from netregress.process import Argv, Children, Process, Stream
 
-from . import counters, sockets
+from . import counters, privilege, sockets
 from .addressing import AddressingMixin
 from .capture import Capture
 from .commands import CmdResult, cmd
@@ -32,6 +32,7 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
     """A fresh network namespace named ``<run id>-<label>-<n>`` with ``lo`` up."""
 
     def __init__(self, label: str = "ns") -> None:
+        privilege.require_namespaces()
         self.label = label
         self.name = naming.unique(label)
         pyroute2_netns.create(self.name)

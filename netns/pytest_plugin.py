@@ -1,30 +1,35 @@
 """pytest integration: fixtures that always clean up, artifacts on failure, a clear summary.
 
-Registered through the ``pytest11`` entry point (and named by the root conftest.py when the
-package is not installed). At session start it refuses to run without the privileges
-network namespaces need (one clear message, not a traceback per test) and reaps what dead
-runs left behind. Every test gets an artifact folder; pcaps and nstat snapshots land there,
-and the folder is kept (and its path printed) only when the test fails.
+Opt-in: the root conftest.py (or ``-p netregress.plugins``) loads it for this project's runs;
+installing the package changes nobody else's pytest. Nothing privileged happens per session:
+the fixtures that build namespaces (``ns``, ``ns_factory``, ``topology``) first require the
+privilege namespaces need (one clear error, not a traceback) and, once per process, reap what
+dead runs left behind. ``@pytest.mark.needs_root("why")`` skips a test, with that reason, unless
+it runs as root of the initial namespace (not rootless, see netns/privilege.py). Every test
+gets an artifact folder; pcaps and nstat snapshots land there, and the folder is kept (and its
+path printed) only when the test fails.
 """
 
+import json
 import os
 import platform
 import shutil
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from netregress.errors import NetregressError
 
-from . import artifacts, features, reaper
-from .errors import FeatureMissing
+from . import artifacts, features, privilege, reaper
+from .errors import FeatureMissing, NotPrivileged
 from .namespace import Namespace
+from .session import vm_kernel
 from .topology import Network, Topology, build, shapes
 
-_CAP_NET_ADMIN = 12
-_CAP_SYS_ADMIN = 21
 _ARTIFACTS_KEY = pytest.StashKey[Path]()
+_READY_KEY = pytest.StashKey[bool]()
 _FAILED_KEY = pytest.StashKey[bool]()  # a phase of the test failed: keep its artifacts
 _REPORT_FEATURES = ("veth", "bridge", "vxlan", "tun", "dummy", "ipip", "gre", "netem")
 
@@ -37,6 +42,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--record-skips", metavar="FILE",
                     help="write the node ids of skipped tests to FILE (one per line), e.g. to "
                          "re-run what this kernel cannot in a VM kernel that can")
+    group.addoption("--record-verdicts", metavar="FILE",
+                    help="write each test's verdict and reason to FILE (JSON: node id -> "
+                         "outcome, reason), e.g. to compare a rootless run with a root run")
     group.addoption("--artifacts-dir", default=os.environ.get("NETREGRESS_ARTIFACTS"),
                     help="where failing tests keep pcaps and counter snapshots "
                          "(default: ./artifacts/<run id>)")
@@ -45,63 +53,54 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "can compare them with another kernel's failing run")
 
 
-def _capabilities() -> int:
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("CapEff:"):
-                return int(line.split()[1], 16)
-    return 0
-
-
-def privilege_problem() -> str | None:
-    """Why this process cannot create network namespaces, or None if it can."""
-    caps = _capabilities()
-    missing = [name for bit, name in ((_CAP_NET_ADMIN, "CAP_NET_ADMIN"),
-                                      (_CAP_SYS_ADMIN, "CAP_SYS_ADMIN")) if not caps >> bit & 1]
-    if missing:
-        return (f"netregress needs root ({' and '.join(missing)} missing): it creates network "
-                f"namespaces. Run it as root, e.g. `sudo scripts/netregress`.")
-    return None
-
-
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs(*features): kernel features the test needs; "
                                        "skipped with the precise reason when missing")
-    problem = privilege_problem()
-    if problem:
-        raise pytest.UsageError(problem)
+    config.addinivalue_line("markers", "needs_root(why): skipped unless root of the initial "
+                                       "namespace, e.g. needs_root('loads a module')")
     run_dir = config.getoption("--artifacts-dir") or os.path.join(
         str(config.rootpath), "artifacts", os.environ.get("PYTEST_XDIST_TESTRUNUID", "")[:8]
         or f"run-{os.getpid()}")
     config.stash[_ARTIFACTS_KEY] = Path(run_dir)
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
+def ready(config: pytest.Config) -> None:
+    """Before a test builds namespaces: fail it with the fix if this process cannot, and reap
+    dead runs' leftovers once per process (xdist worker), only when a test needs it."""
+    problem = privilege.namespace_problem()
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
+    if config.stash.get(_READY_KEY, False):
+        return
     try:
         reaped = reaper.reap()
     except NetregressError as exc:
-        raise pytest.UsageError(str(exc)) from exc
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        pytest.fail(str(exc), pytrace=False)
+    config.stash[_READY_KEY] = True
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reaped and reporter is not None:
         reporter.write_line(f"netregress: reaped {len(reaped)} namespace(s) left by dead runs")
 
 
-def _vm_kernel(config: pytest.Config) -> str | None:
-    """The ``--kernel`` the tests are sent to (kernels plugin), or None: on this kernel."""
-    kernel: str | None = config.getoption("kernel", default=None)
-    return kernel
-
-
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    if _vm_kernel(config):
+    if vm_kernel(config):
         return []  # the tests run in a VM; probing this host's kernel would mislead
+    if privilege.namespace_problem() is not None:
+        return [f"netregress: kernel {platform.release()}; this process cannot create "
+                f"namespaces (tests that build them error)"]
+    where = "" if privilege.is_initial_root() else (
+        " (rootless, in a user namespace: tests that need root in the initial namespace skip)")
     try:
-        have = [f for f in _REPORT_FEATURES if features.has(f)]
+        why_not = {f: features.probe(f) for f in _REPORT_FEATURES}
     except NetregressError as exc:
         return [f"netregress: kernel {platform.release()} (feature probe failed: {exc})"]
-    lacking = [f for f in _REPORT_FEATURES if f not in have]
-    return [f"netregress: kernel {platform.release()}; has {', '.join(have)}"
-            + (f"; lacks {', '.join(lacking)}" if lacking else "")]
+    have = [f for f, why in why_not.items() if why is None]
+    root_only = [f for f, why in why_not.items() if why and why.startswith(privilege.ROOT_PREFIX)]
+    lacking = [f for f in _REPORT_FEATURES if f not in have and f not in root_only]
+    return [f"netregress: kernel {platform.release()}{where}; has {', '.join(have)}"
+            + (f"; lacks {', '.join(lacking)}" if lacking else "")
+            + (f"; only for root of the initial namespace: {', '.join(root_only)}"
+               if root_only else "")]
 
 
 def artifact_dir(item: pytest.Item) -> Path:
@@ -111,10 +110,15 @@ def artifact_dir(item: pytest.Item) -> Path:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Point artifacts at this test's folder; skip when a `needs` feature is missing."""
+    """Point artifacts at this test's folder; skip when it needs root of the initial namespace
+    and this is not, or when a `needs` feature is missing."""
     folder = artifact_dir(item)
     shutil.rmtree(folder, ignore_errors=True)
     artifacts.set_current(folder)
+    for mark in item.iter_markers("needs_root"):
+        reason = privilege.initial_root_reason(str(mark.args[0]) if mark.args else "root-only")
+        if reason:
+            pytest.skip(reason)
     for mark in item.iter_markers("needs"):
         reason = features.missing_reason(*mark.args)
         if reason:
@@ -124,12 +128,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Turn FeatureMissing into a skip; keep artifacts of failures, drop the rest."""
+    """Turn FeatureMissing into a skip and NotPrivileged into its message alone; keep
+    artifacts of failures, drop the rest."""
     report: pytest.TestReport = yield
     if call.excinfo is not None and call.excinfo.errisinstance(FeatureMissing):
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0,
                            f"Skipped: {call.excinfo.value}")
+    elif call.excinfo is not None and call.excinfo.errisinstance(NotPrivileged):
+        report.longrepr = str(call.excinfo.value)
     failed = item.stash.get(_FAILED_KEY, False) or report.failed
     item.stash[_FAILED_KEY] = failed
     folder = artifact_dir(item)
@@ -142,28 +149,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     return report
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """--record-skips: the controller (not xdist workers) writes every skipped node id."""
-    path = session.config.getoption("--record-skips")
-    if not path or hasattr(session.config, "workerinput"):
-        return
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    skipped = [] if reporter is None else reporter.stats.get("skipped", [])
-    ids = sorted({rep.nodeid for rep in skipped if isinstance(rep, pytest.TestReport)})
-    Path(path).write_text("".join(f"{nodeid}\n" for nodeid in ids))
+_OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+_WORST_FIRST = ("error", "failed", "xpassed", "xfailed", "skipped", "passed")
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """One line per case: outcome, and for skips the precise reason, then the kernel."""
-    mode = terminalreporter.config.getoption("--summary")
-    if mode == "none":
-        return
-    outcomes: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
-    if mode == "problems":
-        outcomes = outcomes[1:]
+def _rows(stats: dict[str, list[Any]], outcomes: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """(node id, outcome, reason) per report: skips with their precise reason, xfails with
+    theirs; a pass counts from its call phase only."""
     rows: list[tuple[str, str, str]] = []
     for outcome in outcomes:
-        for rep in terminalreporter.stats.get(outcome, []):
+        for rep in stats.get(outcome, []):
             if not isinstance(rep, pytest.TestReport):
                 continue
             if outcome == "passed" and rep.when != "call":
@@ -174,10 +169,35 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             elif outcome == "xfailed":
                 reason = getattr(rep, "wasxfail", "")
             rows.append((rep.nodeid, outcome, reason))
+    return rows
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """--record-skips / --record-verdicts: the controller (not xdist workers) writes them."""
+    config = session.config
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if hasattr(config, "workerinput") or reporter is None:
+        return
+    if path := config.getoption("--record-skips"):
+        ids = sorted({nodeid for nodeid, _, _ in _rows(reporter.stats, ("skipped",))})
+        Path(path).write_text("".join(f"{nodeid}\n" for nodeid in ids))
+    if path := config.getoption("--record-verdicts"):
+        verdicts: dict[str, dict[str, str]] = {}
+        for nodeid, outcome, reason in _rows(reporter.stats, _WORST_FIRST):
+            verdicts.setdefault(nodeid, {"outcome": outcome, "reason": reason})
+        Path(path).write_text(json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per case: outcome, and for skips the precise reason, then the kernel."""
+    mode = terminalreporter.config.getoption("--summary")
+    if mode == "none":
+        return
+    rows = _rows(terminalreporter.stats, _OUTCOMES[1:] if mode == "problems" else _OUTCOMES)
     if not rows:
         return
-    vm_kernel = _vm_kernel(terminalreporter.config)
-    where = f"{vm_kernel}, in a VM" if vm_kernel else platform.release()
+    target = vm_kernel(terminalreporter.config)
+    where = f"{target.name}, in a VM" if target else platform.release()
     terminalreporter.section(f"netregress summary (kernel {where})")
     width = min(max(len(r[0]) for r in rows), 90)
     for nodeid, outcome, reason in sorted(rows):
@@ -186,14 +206,20 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 # --- fixtures ----------------------------------------------------------------------------
 @pytest.fixture
-def ns() -> Iterator[Namespace]:
+def netns_ready(request: pytest.FixtureRequest) -> None:
+    """The test builds namespaces: see :func:`ready`."""
+    ready(request.config)
+
+
+@pytest.fixture
+def ns(netns_ready: None) -> Iterator[Namespace]:
     """A fresh namespace with lo up, deleted after the test."""
     with Namespace("test") as namespace:
         yield namespace
 
 
 @pytest.fixture
-def ns_factory() -> Iterator[Callable[[str], Namespace]]:
+def ns_factory(netns_ready: None) -> Iterator[Callable[[str], Namespace]]:
     """Make as many namespaces as a test needs; all deleted after it."""
     made: list[Namespace] = []
 
@@ -207,7 +233,7 @@ def ns_factory() -> Iterator[Callable[[str], Namespace]]:
 
 
 @pytest.fixture
-def topology() -> Iterator[Callable[[Topology], Network]]:
+def topology(netns_ready: None) -> Iterator[Callable[[Topology], Network]]:
     """``net = topology(shapes.pair())``: build a topology, torn down after the test.
 
     A topology the kernel cannot build (no ipip, …) makes the test skip with the reason.

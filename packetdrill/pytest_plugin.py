@@ -7,8 +7,9 @@ failing item with its ``file:line: message``, never a collection traceback.
 Negative scripts carry ``// netregress: expect-fail: <regex>`` in a comment; the item then
 passes only if the run fails with a message matching the regex (upstream ignores comments).
 
-Timing: the session has one late-side slack (calibrated, or forced with ``--tolerance-scale``);
-every item records its :class:`~.tolerance.TimingRecord` as the ``packetdrill_timing`` user
+Timing: the session has one late-side slack (forced with ``--tolerance-scale``, or calibrated
+when the first script of the process runs, so a session without scripts never measures); every
+item records its :class:`~.tolerance.TimingRecord` as the ``packetdrill_timing`` user
 property (JSON, so JUnit files and the kernel matrix carry it), a pass that needed the slack is
 reported as ``PASSED~`` and listed in the terminal summary, and a run too late to judge is an
 xfail saying timing is not checkable on this machine (docs/timing-tolerance.md).
@@ -16,11 +17,13 @@ xfail saying timing is not checkable on this machine (docs/timing-tolerance.md).
 
 import re
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from netns.session import vm_kernel
 
 from .backend import Backend, choose_backend, run_isolated
 from .calibrate import Calibration, measure
@@ -38,10 +41,27 @@ from .tolerance import (
 )
 from .variants import COMMON_OPTIONS, EXPECT_FAIL, SKIP_IF_HAS, variant_options, variants_for
 
+
+@dataclass
+class SessionSlack:
+    """The session's late-side slack: forced on the command line, or measured on first use
+    (once per process: each xdist worker measures the machine it runs on, when it needs to)."""
+
+    forced: Tolerance | None = None
+    why: str = "calibrated when the first script runs"
+    calibration: Calibration | None = field(default=None, init=False)
+
+    def tolerance(self) -> Tolerance:
+        if self.forced is not None:
+            return self.forced
+        if self.calibration is None:
+            self.calibration = measure()
+            self.why = self.calibration.describe()
+        return Tolerance().with_slack(self.calibration.late_slack_usecs, "calibrated")
+
+
 _BACKEND_KEY = pytest.StashKey[Backend]()
-_POLICY_KEY = pytest.StashKey[tuple[Tolerance, str]]()
-_CALIBRATION_KEY = pytest.StashKey[Calibration]()
-_CALIBRATION = "netregress_packetdrill_calibration"
+SLACK_KEY = pytest.StashKey[SessionSlack]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,7 +72,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tolerance-scale", type=float, default=None, metavar="F",
                     help="force late-side timing slack of (F-1) x 4 ms for packetdrill scripts "
                          "(the early side always keeps the script's base tolerance; default: "
-                         "slack calibrated once per session)")
+                         "slack calibrated when a process runs its first script)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -61,41 +81,28 @@ def pytest_configure(config: pytest.Config) -> None:
     except UsageError as err:
         raise pytest.UsageError(err.text) from None
     given = config.getoption("--tolerance-scale")
-    if given is not None:
-        if given < 1:
-            raise pytest.UsageError("--tolerance-scale must be at least 1 (it adds late slack)")
-        config.stash[_POLICY_KEY] = (Tolerance().with_slack(slack_for_scale(given),
-                                                            "command line"),
-                                     f"--tolerance-scale={given:g}")
-    else:
-        worker_input = getattr(config, "workerinput", {})
-        if _CALIBRATION in worker_input:
-            calibration = Calibration(**worker_input[_CALIBRATION])
-        else:
-            calibration = measure()
-        config.stash[_POLICY_KEY] = (Tolerance().with_slack(calibration.late_slack_usecs,
-                                                            "calibrated"),
-                                     calibration.describe())
-        config.stash[_CALIBRATION_KEY] = calibration
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    """xdist: every worker uses the controller's one measurement of this session."""
-    calibration = node.config.stash.get(_CALIBRATION_KEY, None)
-    if calibration is not None:
-        node.workerinput[_CALIBRATION] = asdict(calibration)
+    if given is None:
+        config.stash[SLACK_KEY] = SessionSlack()
+        return
+    if given < 1:
+        raise pytest.UsageError("--tolerance-scale must be at least 1 (it adds late slack)")
+    config.stash[SLACK_KEY] = SessionSlack(
+        Tolerance().with_slack(slack_for_scale(given), "command line"),
+        f"--tolerance-scale={given:g}")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     backend = config.stash[_BACKEND_KEY]
     name = backend.name if backend.name == "builtin" else f"upstream {backend.binary}"
-    if config.getoption("kernel", default=None):
+    bound = f"bound +{LATE_BOUND_USECS / 1000:.0f} ms"
+    if vm_kernel(config):
         return [f"packetdrill: {name} engine; timing calibrated inside the VM guest"]
-    policy, why = config.stash[_POLICY_KEY]
-    slack = policy.late_slack_usecs
-    return [f"packetdrill: {name} engine; late-side timing slack +{slack / 1000:.1f} ms ({why});"
-            f" bound +{LATE_BOUND_USECS / 1000:.0f} ms"]
+    slack = config.stash[SLACK_KEY]
+    if slack.forced is None:
+        return [f"packetdrill: {name} engine; late-side timing slack {slack.why}; {bound}"]
+    usecs = slack.forced.late_slack_usecs
+    return [f"packetdrill: {name} engine; late-side timing slack +{usecs / 1000:.1f} ms "
+            f"({slack.why}); {bound}"]
 
 
 def timing_of(report: pytest.TestReport) -> TimingRecord | None:
@@ -118,7 +125,15 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Passes that relied on the late slack, each with how late it was."""
+    """The late slack the scripts ran with (measured when first needed, so it is known only
+    now), then passes that relied on it, each with how late it was."""
+    records = [record for reports in terminalreporter.stats.values() for rep in reports
+               if isinstance(rep, pytest.TestReport) and rep.when == "call"
+               and (record := timing_of(rep)) is not None]
+    slacks = sorted({(r.tolerance.late_slack_usecs, r.tolerance.slack_from) for r in records})
+    if slacks:
+        terminalreporter.write_line("packetdrill: late-side slack used " + ", ".join(
+            f"+{usecs / 1000:.1f} ms ({source})" for usecs, source in slacks))
     widened = [(rep.nodeid, record) for rep in terminalreporter.stats.get("passed", [])
                if isinstance(rep, pytest.TestReport) and rep.when == "call"
                and (record := timing_of(rep)) is not None and record.verdict == "widened"]
@@ -155,6 +170,11 @@ def run_with_tolerance(config: pytest.Config, path: Path, variant: str
                        ) -> tuple[RunResult, Tolerance]:
     """:func:`run_for_test`, plus the tolerance the run had: the script's base with the
     session's slack."""
+    from netns import privilege
+    from netns.pytest_plugin import ready
+    ready(config)               # the run unshares a namespace: privilege, reaping
+    if (why := privilege.tun_problem()) is not None:
+        pytest.skip(why)        # and it needs a tun device
     options = variant_options(variant) + COMMON_OPTIONS
     try:
         from netns import artifacts
@@ -162,7 +182,7 @@ def run_with_tolerance(config: pytest.Config, path: Path, variant: str
     except ImportError:
         pass
     result = run_isolated(config.stash[_BACKEND_KEY], str(path), options,
-                          config.stash[_POLICY_KEY][0])
+                          config.stash[SLACK_KEY].tolerance())
     return result, result.tolerance
 
 

@@ -53,6 +53,8 @@ def _burst(net: Network) -> Snapshot:
 
 
 @needs_two_cpus
+@pytest.mark.needs_root("sets rps_cpus (the kernel asks for CAP_NET_ADMIN in the initial "
+                        "namespace)")
 @pytest.mark.parametrize("mask", [
     pytest.param(1 << RPS_CPU, id="rps_to_cpu1"),
     broken(0, id="no_rps", why="RPS off: the sender's CPU processes its own veth's packets"),

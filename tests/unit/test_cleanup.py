@@ -63,7 +63,7 @@ def _wait_gone(paths: list[str], timeout: float = 10) -> bool:
     return False
 
 
-def test_ctrl_c_tears_everything_down(tmp_path: Path) -> None:
+def test_ctrl_c_tears_everything_down(tmp_path: Path, opted_in: None) -> None:
     proc, names = _start_blocking_run(tmp_path)
     assert _tcpdumps_in(names), "tcpdump should be running inside the test namespace"
     proc.send_signal(signal.SIGINT)
@@ -72,7 +72,7 @@ def test_ctrl_c_tears_everything_down(tmp_path: Path) -> None:
     assert _ours(proc.pid) == []
 
 
-def test_sigkill_leftovers_reaped_by_next_run(tmp_path: Path) -> None:
+def test_sigkill_leftovers_reaped_by_next_run(tmp_path: Path, opted_in: None) -> None:
     proc, names = _start_blocking_run(tmp_path)
     proc.kill()
     proc.wait()

@@ -41,7 +41,8 @@ def _pytest_html_tests(report: Path) -> dict[str, list[dict[str, object]]]:
     return json.loads(html.unescape(blob.group(1)))["tests"]
 
 
-def test_host_run_report_shows_message_pcap_and_overlaid_plot(tmp_path: Path) -> None:
+def test_host_run_report_shows_message_pcap_and_overlaid_plot(tmp_path: Path,
+                                                              opted_in: None) -> None:
     script, line = broken_c02(tmp_path)
     report = tmp_path / "report" / "report.html"
     proc = subprocess.run(
@@ -71,8 +72,8 @@ def _chromium_missing() -> str | None:
     return None
 
 
-def test_matrix_html_drill_down_in_chromium(tmp_path: Path,
-                                            pytestconfig: pytest.Config) -> None:
+def test_matrix_html_drill_down_in_chromium(tmp_path: Path, pytestconfig: pytest.Config,
+                                            opted_in: None) -> None:
     missing = _chromium_missing()
     if missing:
         pytest.skip(missing)

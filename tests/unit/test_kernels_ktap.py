@@ -53,7 +53,7 @@ def _host_run(tmp_path: Path, *extra: str) -> str:
 
 
 @pytest.mark.parametrize("extra", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_host_run_parses_with_tap_py(tmp_path: Path, extra: list[str]) -> None:
+def test_host_run_parses_with_tap_py(tmp_path: Path, extra: list[str], opted_in: None) -> None:
     text = _host_run(tmp_path, *extra)
     lines = list(Parser().parse_text(text))
     results = [line for line in lines if line.category == "test"]

@@ -6,16 +6,18 @@ import sys
 import pytest
 
 
-def test_without_privileges_one_clear_message(tmp_path) -> None:
-    (tmp_path / "test_x.py").write_text("def test_x(ns):\n    pass\n")
+def test_without_privileges_only_namespace_tests_error(tmp_path) -> None:
+    (tmp_path / "test_x.py").write_text("def test_x(ns):\n    pass\n"
+                                        "def test_parser():\n    pass\n")
     # uid 0 but with every capability dropped: what a container without CAP_NET_ADMIN sees.
     done = subprocess.run(["setpriv", "--inh-caps=-all", "--bounding-set=-all",
                            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           str(tmp_path / "test_x.py")],
+                           "-p", "netns.pytest_plugin", str(tmp_path / "test_x.py")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
     out = done.stdout + done.stderr
     assert done.returncode != 0
-    assert "netregress needs root" in out and "CAP_NET_ADMIN" in out
+    assert "1 passed, 1 error" in out
+    assert "netregress needs root or a user namespace" in out and "CAP_NET_ADMIN" in out
     assert "Traceback" not in out
 
 
@@ -62,3 +64,20 @@ def test_xdist_two_workers(pytester: pytest.Pytester) -> None:
     """)
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=6)
+
+
+def test_plugins_read_the_vm_kernel_from_the_stash(pytester: pytest.Pytester) -> None:
+    """Where the tests run is one typed decision in config.stash (the kernels plugin makes it
+    from --kernel), not another plugin's command-line option."""
+    pytester.makeconftest("""
+        from netns.session import VM_KERNEL, VmKernel
+        def pytest_configure(config):
+            config.stash[VM_KERNEL] = VmKernel("bookworm-6.1")
+    """)
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([
+        "packetdrill: builtin engine; timing calibrated inside the VM guest",
+        "*netregress summary (kernel bookworm-6.1, in a VM)*",
+    ])
+    assert "netregress: kernel" not in result.stdout.str()   # no probe of this host

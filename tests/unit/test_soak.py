@@ -44,7 +44,7 @@ def test_counts_flag_varied_and_failed_tests() -> None:
     assert "2 run(s), 4 test(s): 2 varied, 2 failed at least once" in table[-1]
 
 
-def test_a_flaky_test_is_flagged_end_to_end(tmp_path: Path) -> None:
+def test_a_flaky_test_is_flagged_end_to_end(tmp_path: Path, opted_in: None) -> None:
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "test_flip.py").write_text(FLIPPING)

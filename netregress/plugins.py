@@ -1,0 +1,18 @@
+"""Every netregress pytest plugin behind one name: ``-p netregress.plugins``.
+
+It lives in the base package because it names plugins of every package above it (as strings
+only, so importing it costs nothing).
+
+The plugins are opt-in, not ``pytest11`` entry points, so installing netregress changes no
+other project's pytest session. This checkout's root conftest.py loads this module, and so do
+the project's own commands for paths outside the checkout (they export ``PYTEST_PLUGINS``).
+The kernels plugin comes last: it imports ``evidence.report_html``, and pytest can rewrite the
+asserts only of a plugin it imports itself.
+"""
+
+pytest_plugins = [
+    "netns.pytest_plugin",
+    "packetdrill.pytest_plugin",
+    "evidence.report_html",
+    "kernels.pytest_plugin",
+]
