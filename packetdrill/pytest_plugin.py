@@ -247,11 +247,11 @@ class PktItem(pytest.Item):
             if present:
                 pytest.skip(f"{self.path.name} expects a kernel without {', '.join(present)}")
         result, tolerance = run_with_tolerance(self.config, self.path, self.variant)
-        if self.expect_fail is not None:
+        if self.expect_fail is None or self.stopped_short_by_the_engine(result):
+            record = judge_run(result, tolerance)
+        else:
             record = TimingRecord(verdict_of_lateness(result.late_usecs), result.late_usecs,
                                   tolerance)
-        else:
-            record = judge_run(result, tolerance)
         self.user_properties.append((TIMING_PROPERTY, record.to_json()))
         if record.verdict == "not-checkable":
             pytest.xfail(record.summary())
@@ -259,6 +259,15 @@ class PktItem(pytest.Item):
             self.check_expected_failure(result)
         elif not result.passed:
             raise PktFailure(self.describe(result))
+
+    def stopped_short_by_the_engine(self, result: RunResult) -> bool:
+        """A negative script that failed before its expected failure because the engine (or
+        the upstream binary) injected a packet or started a call late: the line the script is
+        about was never reached, so its verdict is "not checkable on this machine", not a
+        mismatch (seen under load: the binary injected 20 ms late, line 14 of early-rto.pkt)."""
+        assert self.expect_fail is not None
+        return (not result.passed and late_by_the_engine(result)
+                and not re.search(self.expect_fail, result.message))
 
     def check_expected_failure(self, result: RunResult) -> None:
         assert self.expect_fail is not None

@@ -168,7 +168,7 @@ def test_an_early_rto_fails_at_every_scale(pytester: pytest.Pytester, scale: str
     late slack is forced, the run must fail on timing (its expect-fail header then passes)."""
     result = pytester.runpytest(str(EARLY_RTO), f"--tolerance-scale={scale}", "-p",
                                 "no:cacheprovider")
-    result.assert_outcomes(passed=1)
+    _failed_on_timing(result)
 
 
 @pytest.mark.skipif(not os.access(REFERENCE, os.X_OK), reason="no reference packetdrill binary")
@@ -177,6 +177,16 @@ def test_an_early_rto_fails_under_the_upstream_binary(pytester: pytest.Pytester,
                                                        scale: str) -> None:
     result = pytester.runpytest(str(EARLY_RTO), f"--packetdrill={REFERENCE}",
                                 f"--tolerance-scale={scale}", "-p", "no:cacheprovider")
+    _failed_on_timing(result)
+
+
+def _failed_on_timing(result: pytest.RunResult) -> None:
+    """The early-RTO item passed (its expect-fail matched), or - only when the engine itself
+    injected late before the RTO line on this loaded machine - was not checkable, which this
+    test then cannot judge either. Never a plain pass of the script."""
+    outcomes = result.parseoutcomes()
+    if outcomes.get("xfailed") == 1 and "not checkable" in result.stdout.str():
+        pytest.skip("the engine injected late before the RTO line: not checkable here")
     result.assert_outcomes(passed=1)
 
 
