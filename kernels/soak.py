@@ -24,8 +24,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernels import reportlog
 from kernels.errors import KernelsError, run_cli
-from kernels.junit import read_junit
 from kernels.paths import cache_root
 from kernels.results import UNEXPECTED, Outcome
 
@@ -87,14 +87,15 @@ def _load() -> tuple[float, float, float]:
 
 
 def _host_run(out: Path, workers: int, selection: list[str]) -> tuple[int, list[tuple[str, str]]]:
-    junit = out / "junit.xml"
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-            f"--junitxml={junit}", *(["-n", str(workers)] if workers > 0 else []), *selection]
+            *reportlog.pytest_args(str(out)), *(["-n", str(workers)] if workers > 0 else []),
+            *selection]  # fmt: skip
     with (out / "pytest.log").open("wb") as log:
         status = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
-    if not junit.exists():
-        raise KernelsError(f"pytest wrote no results (exit {status}): see {out / 'pytest.log'}")
-    return status, [(r.nodeid, r.outcome) for r in read_junit(junit)]
+    results = reportlog.read(out)
+    if not results.complete:
+        raise KernelsError(f"pytest did not finish (exit {status}): see {out / 'pytest.log'}")
+    return status, [(r.nodeid, r.outcome) for r in results.results()]
 
 
 def _matrix_run(out: Path, kernels: str | None, selection: list[str]
