@@ -29,7 +29,7 @@ def _closing(
         if problem
         else f"kernel {run.name}: the guest reported no result for this test"
     )
-    keywords = {name: 1 for name in item.keywords}
+    keywords: dict[str, Literal[1]] = dict.fromkeys(item.keywords, 1)
 
     def report(
         when: Literal["setup", "call", "teardown"],
@@ -38,7 +38,8 @@ def _closing(
     ) -> pytest.TestReport:
         return pytest.TestReport(item.nodeid, item.location, keywords, outcome, longrepr, when)
 
-    stopped = "call" if all(r.when == "setup" and r.passed for r in got) else "teardown"
+    before_call = all(r.when == "setup" and r.passed for r in got)
+    stopped: Literal["call", "teardown"] = "call" if before_call else "teardown"
     closing = [] if got else [report("setup", "passed")]
     closing.append(report(stopped, "failed", text))
     if stopped == "call":

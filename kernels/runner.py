@@ -70,9 +70,10 @@ class KernelRun:
 
 
 def _pytest_argv(options: RunOptions, out: str) -> list[str]:
-    """The guest pytest; `out` is the output dir as it sees it (its report log goes there)."""
+    """The guest pytest; `out` is the output dir as it sees it. The host reads its report log;
+    its JUnit file is for readers only (it keeps what cases record_testsuite_property)."""
     return [
-        sys.executable, "-m", "pytest", *options.pytest_args,
+        sys.executable, "-m", "pytest", *options.pytest_args, f"--junitxml={out}/junit.xml",
         *reportlog.pytest_args(out), "-p", "no:cacheprovider",
     ]  # fmt: skip
 
@@ -150,7 +151,7 @@ def run_kernel(
     """Run the selected tests on one kernel; every failure mode ends in a KernelRun."""
     run = KernelRun(name=spec.name, out_dir=out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in (reportlog.REPORT_LOG, reportlog.PROGRESS_LOG):
+    for stale in ("junit.xml", reportlog.REPORT_LOG, reportlog.PROGRESS_LOG):
         (out_dir / stale).unlink(missing_ok=True)
     stop = threading.Event()
     follower = threading.Thread(target=reportlog.follow, args=(out_dir, status, stop), daemon=True)

@@ -108,6 +108,7 @@ def test_a_guest_failure_reaches_the_host_report_with_its_traceback(tmp_path: Pa
          "test_failing.py", "-p", "no:cacheprovider", "-rfE", f"--junitxml={junit}",
          "--ktap-file", str(ktap)],
         cwd=tmp_path, capture_output=True, text=True, timeout=1200,
+        env={**os.environ, "COLUMNS": "200"},  # the short summary line, not cut at 80
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "1 failed, 1 passed" in proc.stdout
