@@ -143,7 +143,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     if session.config.option.collectonly or not session.items:
         return True
     options = RunOptions(
-        pytest_args=[item.nodeid for item in session.items],
+        pytest_args=[*_rendering(session.config), *(item.nodeid for item in session.items)],
         cwd=session.config.rootpath,
         accel=session.config.getoption("--kernel-accel"),
         timeout=session.config.getoption("--kernel-timeout"),
@@ -166,6 +166,17 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     _say(f"{state.spec.name}: guest output in {out_dir}")
     replay(session, run)
     return True
+
+
+def _rendering(config: pytest.Config) -> list[str]:
+    """The host's traceback style, locals and verbosity, for the guest: its pytest renders the
+    failures the host then shows (a report travels rendered, not as a live exception)."""
+    args = [f"--tb={config.option.tbstyle}"]
+    if config.option.showlocals:
+        args.append("--showlocals")
+    if (verbose := config.get_verbosity()) > 0:
+        args.append("-" + "v" * verbose)
+    return args
 
 
 def _prune_runs() -> None:
