@@ -119,7 +119,7 @@ def follow(out_dir: Path, status: Status, stop: threading.Event, every: float = 
     Why: a suite takes minutes in a TCG guest; the matrix's live line (and CI's log) should say
     how far each kernel is, not only "running".
     """
-    sizes = _sizes(out_dir)
+    sizes, said = _sizes(out_dir), ""
     while not stop.wait(every):
         try:
             if _sizes(out_dir) == sizes:
@@ -129,4 +129,6 @@ def follow(out_dir: Path, status: Status, stop: threading.Event, every: float = 
             continue
         log = read(out_dir)
         now = f", now {log.running.rpartition('/')[2]}" if log.running else ""
-        status(f"running: {len(log.finished())} done{now}")
+        if (line := f"running: {len(log.finished())} done{now}") != said:
+            status(line)
+            said = line

@@ -1,12 +1,15 @@
 """Guest results through pytest-reportlog: a cell from pytest's own reports, and a pytest that
 dies mid-test (as under a kernel panic) keeps the tests it finished and blames the running one.
 
-The crash runs for real on the running kernel (the matrix's `running` column: same runner,
-same guest contract, no VM): the demo's third test SIGKILLs its own pytest, which then writes
-nothing more, exactly what a panicked guest leaves behind.
+The crash runs for real on the running kernel (the matrix's `running` column, `pytest --kernel
+running`: same runner, same guest contract and replay, no VM): the demo's third test SIGKILLs
+its own pytest, which then writes nothing more, exactly what a panicked guest leaves behind.
+The traceback's journey through a real VM: test_kernels_vm.py.
 """
 
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -94,6 +97,28 @@ def test_a_dead_pytest_keeps_what_finished_and_blames_the_running_test(tmp_path:
     assert "test_demo.py:16: AssertionError" in failed.details
     log = reportlog.read(out)
     assert not log.complete and log.running == "test_demo.py::test_dies"
+
+
+def test_pytest_kernel_replays_the_guest_reports_and_pins_the_crash(tmp_path: Path) -> None:
+    """The host session's own report log (what its reporters saw) holds the guest's failure
+    as pytest rendered it there, the killed test as the crash, and the lost test too."""
+    (tmp_path / "test_demo.py").write_text(DEMO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "kernels.pytest_plugin", "--kernel", "running",
+         "test_demo.py", "-p", "no:cacheprovider", *reportlog.pytest_args(str(tmp_path / "host"))],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "E        +  where 42 = twice(21)" in proc.stdout.splitlines()
+    host = reportlog.read(tmp_path / "host")
+    assert host.complete
+    cells = {r.nodeid.rpartition("::")[2]: r for r in host.results()}
+    assert {name: r.outcome for name, r in cells.items()} == {
+        "test_passes": "pass", "test_fails": "fail", "test_dies": "fail", "test_never_runs": "fail"}
+    assert cells["test_fails"].message == "AssertionError: a real failure"
+    assert "test_demo.py:16: AssertionError" in cells["test_fails"].details
+    died = f"kernel running: pytest did not finish (exit status {-signal.SIGKILL})"
+    assert all(cells[name].details.startswith(died) for name in ("test_dies", "test_never_runs"))
 
 
 def test_a_line_cut_short_by_the_crash_is_skipped(tmp_path: Path) -> None:
