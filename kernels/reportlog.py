@@ -34,8 +34,10 @@ PROGRESS_LOG = "progress.jsonl"
 
 
 def pytest_args(out: str) -> list[str]:
-    """The guest pytest's option: its report log in the output share `out`."""
-    return [f"--report-log={out}/{REPORT_LOG}"]
+    """The guest pytest's options: its report log in the output share `out`. The plugin is
+    named (by its entry point's name, so an autoloaded copy is not registered twice): the log
+    must be written even where plugin autoloading is off."""
+    return ["-p", "pytest_reportlog", f"--report-log={out}/{REPORT_LOG}"]
 
 
 def mark_started(path: Path, nodeid: str) -> None:
