@@ -19,18 +19,19 @@ from pathlib import Path
 
 import pytest
 
-from kernels import reportlog, tools
-from kernels.catalog import KernelSpec, load_catalog, lookup
+from kernels import tools
+from kernels.acquire.catalog import KernelSpec, load_catalog, lookup
+from kernels.acquire.fetch import fetch
+from kernels.acquire.kernel import BootableKernel, version_tuple
 from kernels.errors import KernelsError
-from kernels.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
-from kernels.fetch import fetch
-from kernels.kernel import BootableKernel, version_tuple
-from kernels.ktap import KtapWriter
+from kernels.matrix import reportlog
+from kernels.matrix.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
+from kernels.matrix.replay import replay
+from kernels.matrix.runner import RunOptions, run_kernel
 from kernels.paths import cache_dir
-from kernels.procs import Children, reap_leftovers
-from kernels.qemu import InitramfsLauncher
-from kernels.replay import replay
-from kernels.runner import RunOptions, run_kernel
+from kernels.report.ktap import KtapWriter
+from kernels.vm.procs import Children, reap_leftovers
+from kernels.vm.qemu import InitramfsLauncher
 
 
 @dataclass

@@ -10,7 +10,7 @@ from pathlib import Path
 from kernels.errors import KernelsError
 
 SETUP_HINT = "run scripts/setup --vm"
-QEMU_MIN_MAJOR = 10  # bookworm's 7.2 corrupts TCG guests (vm-notes §2)
+QEMU_MIN_MAJOR = 10  # bookworm's 7.2 corrupts TCG guests (docs/vm-boot.md §2)
 DEBIAN_VIRTIOFSD = "/usr/libexec/virtiofsd"  # where Debian 13+ packages it
 
 

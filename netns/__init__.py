@@ -1,26 +1,14 @@
 """netregress's library: namespaces, links, topologies, captures and counters for tests.
 
-Names are imported lazily (PEP 562): ``import netns.packetdrill`` or ``netns.commands`` must not
-pay for pyroute2 and scapy, which the packetdrill engine never uses.
+The names a case needs most are re-exported here (``from netns import Namespace, cmd``); the
+rest are imported from their modules. The packetdrill engine lives in its own top-level
+package and imports nothing from here in the engine process, so this needs no lazy loading.
 """
 
-from __future__ import annotations
+from netns.commands import CmdResult, cmd, require_tool, spawn
+from netns.errors import CmdError, FeatureMissing, MissingTool, NetregressError, NotPrivileged
+from netns.links import Link
+from netns.namespace import Namespace
 
-import importlib
-from typing import Any
-
-_EXPORTS = {
-    "CmdResult": "commands", "cmd": "commands", "require_tool": "commands", "spawn": "commands",
-    "CmdError": "errors", "FeatureMissing": "errors", "MissingTool": "errors",
-    "NetregressError": "errors", "NotPrivileged": "errors",
-    "Link": "links", "Namespace": "namespace",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'netns' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__all__ = ["CmdError", "CmdResult", "FeatureMissing", "Link", "MissingTool", "Namespace",
+           "NetregressError", "NotPrivileged", "cmd", "require_tool", "spawn"]

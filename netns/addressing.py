@@ -5,10 +5,11 @@ table, type, metrics such as quickack) because the field reports are written in 
 vocabulary and a reader should be able to map each call to the report's command.
 """
 
-from __future__ import annotations
-
 import ipaddress
+from collections.abc import Callable
 from typing import Any
+
+from .links import Link
 
 _RTNH_F_ONLINK = 4
 _AF_BRIDGE = 7
@@ -18,9 +19,10 @@ class AddressingMixin:
     """Needs ``self.ipr`` (pyroute2 IPRoute bound to the namespace) and ``self.link()``."""
 
     ipr: Any
+    link: Callable[[str], Link]
 
     def _index(self, ifname: str) -> int:
-        return self.link(ifname).index  # type: ignore[attr-defined]
+        return self.link(ifname).index
 
     def add_address(self, ifname: str, cidr: str) -> None:
         """``ip addr add CIDR dev IFNAME`` (IPv6 without DAD, so it is usable at once)."""
@@ -77,7 +79,8 @@ class AddressingMixin:
         return out
 
     def add_neigh(self, ifname: str, dst: str, lladdr: str) -> None:
-        """A permanent neighbour entry (``ip neigh add DST lladdr MAC dev IFNAME nud permanent``)."""
+        """A permanent neighbour entry (``ip neigh add DST lladdr MAC dev IFNAME nud
+        permanent``)."""
         self.ipr.neigh("add", ifindex=self._index(ifname), dst=dst, lladdr=lladdr,
                        state=0x80)
 

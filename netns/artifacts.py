@@ -5,8 +5,6 @@ when it passes; outside pytest, files go to a per-process temporary folder. Libr
 only ever asks :func:`new_path`, so it never needs to know which of the two it is in.
 """
 
-from __future__ import annotations
-
 import atexit
 import itertools
 import re

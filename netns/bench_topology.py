@@ -4,8 +4,6 @@ Speed is a feature we measure here, never with a timed assertion in a test. Shap
 running kernel cannot build (ipip on a kernel without it) are reported as skipped.
 """
 
-from __future__ import annotations
-
 import argparse
 import statistics
 import time

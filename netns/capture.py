@@ -6,14 +6,13 @@ pcap stops growing and then stops tcpdump by PID. ``cap.packets`` are scapy pack
 ``cap.path`` the pcap, kept as a test artifact.
 """
 
-from __future__ import annotations
-
 import os
 import select
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
@@ -127,11 +126,7 @@ class Capture:
 
 # --- counting helpers ----------------------------------------------------------------------
 def _ip(pkt: Packet) -> Packet | None:
-    if IP in pkt:
-        return pkt[IP]
-    if IPv6 in pkt:
-        return pkt[IPv6]
-    return None
+    return pkt.getlayer(IP) or pkt.getlayer(IPv6)
 
 
 def flow_of(pkt: Packet) -> tuple[str, int, str, int] | None:
@@ -161,8 +156,8 @@ def tcp_payload_len(pkt: Packet) -> int:
     if ip is None:
         return len(tcp.payload)
     if isinstance(ip, IPv6):
-        return int(ip.plen) - tcp.dataofs * 4
-    return int(ip.len) - ip.ihl * 4 - tcp.dataofs * 4
+        return int(ip.plen) - int(tcp.dataofs) * 4
+    return int(ip.len) - int(ip.ihl) * 4 - int(tcp.dataofs) * 4
 
 
 def data_segments(pkts: Iterable[Packet], *, src: str | None = None, dst: str | None = None,

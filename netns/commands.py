@@ -6,15 +6,14 @@ stopped by PID. Only tools without a netlink API (tcpdump, nstat, ss, ethtool, p
 iptables, nft, sysctl) go through here; links, addresses and routes use pyroute2.
 """
 
-from __future__ import annotations
-
 import ctypes
 import shlex
 import shutil
 import signal
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Sequence
+from typing import IO, Any
 
 from .errors import CmdError, MissingTool
 
@@ -93,8 +92,9 @@ def _die_with_parent() -> None:
 class Process:
     """A background process we started; stopped by its PID only, never by name."""
 
-    def __init__(self, argv: Argv, *, ns: str | None = None, stdout: int | IO = subprocess.DEVNULL,
-                 stderr: int | IO = subprocess.PIPE) -> None:
+    def __init__(self, argv: Argv, *, ns: str | None = None,
+                 stdout: int | IO[Any] = subprocess.DEVNULL,
+                 stderr: int | IO[Any] = subprocess.PIPE) -> None:
         self.argv = _argv(argv, ns)
         self.ns = ns
         self.popen = subprocess.Popen(self.argv, stdout=stdout, stderr=stderr,
@@ -122,6 +122,6 @@ class Process:
         return self.popen.returncode
 
 
-def spawn(argv: Argv, *, ns: str | None = None, **kwargs: int | IO) -> Process:
+def spawn(argv: Argv, *, ns: str | None = None, **kwargs: int | IO[Any]) -> Process:
     """Start *argv* in the background (in netns *ns*); see :class:`Process`."""
-    return Process(argv, ns=ns, **kwargs)  # type: ignore[arg-type]
+    return Process(argv, ns=ns, **kwargs)

@@ -5,8 +5,6 @@ Each namespace has its own SNMP/netstat counters, which is what lets a case asse
 with ``nstat -asz`` (absolute, all zeros included, no history file touched).
 """
 
-from __future__ import annotations
-
 import difflib
 import json
 from collections.abc import Iterator, Mapping

@@ -5,8 +5,6 @@ feature) is raised as a :class:`NetregressError` subclass so the CLI and the pyt
 print one clear line instead of a traceback.
 """
 
-from __future__ import annotations
-
 
 class NetregressError(Exception):
     """Base class: the message alone must tell the user what went wrong and what to do."""

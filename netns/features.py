@@ -5,12 +5,10 @@ feature as a loadable module answers yes too. Answers are cached for the process
 run asks once per worker.
 """
 
-from __future__ import annotations
-
 import functools
 import os
 import platform
-from typing import Callable
+from collections.abc import Callable
 
 from .errors import CmdError, NetregressError
 from .namespace import Namespace

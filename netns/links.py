@@ -5,9 +5,8 @@ never in the root namespace. ``Link`` is a small handle: name + namespace, resol
 index on demand so it stays valid across renames done through it.
 """
 
-from __future__ import annotations
-
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +23,7 @@ class Link:
 
     @property
     def index(self) -> int:
-        found = self.ns.ipr.link_lookup(ifname=self.name)
+        found: list[int] = self.ns.ipr.link_lookup(ifname=self.name)
         if not found:
             raise LookupError(f"no link {self.name!r} in netns {self.ns.name}")
         return found[0]
@@ -91,14 +90,14 @@ class Link:
 
 
 class LinkFactoryMixin:
-    """Link constructors, mixed into :class:`Namespace` (needs ``self.ipr``, ``self.path``)."""
+    """Link constructors, mixed into :class:`Namespace` (needs ``self.ipr``, ``self.link()``)."""
 
     ipr: Any
-    path: str
+    link: Callable[[str], Link]
 
     def _add(self, name: str, kind: str, **attrs: Any) -> Link:
         self.ipr.link("add", ifname=name, kind=kind, **attrs)
-        return Link(self, name)  # type: ignore[arg-type]
+        return self.link(name)
 
     def add_veth(self, name: str, peer_ns: "Namespace", peer_name: str) -> tuple[Link, Link]:
         """A veth pair with *name* here and *peer_name* in *peer_ns* (may be this one)."""
@@ -108,7 +107,7 @@ class LinkFactoryMixin:
                           peer={"ifname": peer_name, "net_ns_fd": fd})
         finally:
             os.close(fd)
-        return Link(self, name), Link(peer_ns, peer_name)  # type: ignore[arg-type]
+        return self.link(name), Link(peer_ns, peer_name)
 
     def add_bridge(self, name: str, ports: tuple[str, ...] | list[str] = (),
                    vlan_filtering: bool = False, **attrs: Any) -> Link:
@@ -121,7 +120,7 @@ class LinkFactoryMixin:
             attrs["br_vlan_filtering"] = 1
         br = self._add(name, "bridge", **attrs)
         for port in ports:
-            Link(self, port).set_master(br).up()  # type: ignore[arg-type]
+            self.link(port).set_master(br).up()
         return br
 
     def add_vxlan(self, name: str, vni: int, *, local: str | None = None,
@@ -138,7 +137,7 @@ class LinkFactoryMixin:
         if remote or group:
             attrs["vxlan_group"] = remote or group
         if dev:
-            attrs["vxlan_link"] = Link(self, dev).index  # type: ignore[arg-type]
+            attrs["vxlan_link"] = self.link(dev).index
         if ttl is not None:
             attrs["vxlan_ttl"] = ttl
         return self._add(name, "vxlan", **attrs)

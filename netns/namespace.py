@@ -6,12 +6,11 @@ Everything a namespace starts or changes (background processes, sysctls) is undo
 test or a Ctrl-C cannot leave anything behind; a SIGKILL is handled by the reaper.
 """
 
-from __future__ import annotations
-
 import atexit
 import os
 import subprocess
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from pyroute2 import IPRoute
 from pyroute2 import netns as pyroute2_netns
@@ -63,8 +62,8 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
         """Run a command inside this namespace (see :func:`netns.commands.cmd`)."""
         return cmd(argv, ns=self.name, check=check, timeout=timeout, input=input)
 
-    def spawn(self, argv: Argv, *, stdout: int | IO = subprocess.DEVNULL,
-              stderr: int | IO = subprocess.PIPE) -> Process:
+    def spawn(self, argv: Argv, *, stdout: int | IO[Any] = subprocess.DEVNULL,
+              stderr: int | IO[Any] = subprocess.PIPE) -> Process:
         """Start a background process inside; it is stopped when the namespace closes."""
         proc = spawn(argv, ns=self.name, stdout=stdout, stderr=stderr)
         self._processes.append(proc)

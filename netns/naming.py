@@ -6,8 +6,6 @@ can reap the leftovers of a run that was SIGKILLed without ever touching a names
 belongs to a live run or to anybody else (anything without our prefix is never touched).
 """
 
-from __future__ import annotations
-
 import itertools
 import os
 import re

@@ -7,12 +7,10 @@ runs left behind. Every test gets an artifact folder; pcaps and nstat snapshots 
 and the folder is kept (and its path printed) only when the test fails.
 """
 
-from __future__ import annotations
-
 import os
 import platform
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +23,7 @@ from .topology import Network, Topology, build, shapes
 _CAP_NET_ADMIN = 12
 _CAP_SYS_ADMIN = 21
 _ARTIFACTS_KEY = pytest.StashKey[Path]()
+_FAILED_KEY = pytest.StashKey[bool]()  # a phase of the test failed: keep its artifacts
 _REPORT_FEATURES = ("veth", "bridge", "vxlan", "tun", "dummy", "ipip", "gre", "netem")
 
 
@@ -87,7 +86,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def _vm_kernel(config: pytest.Config) -> str | None:
     """The ``--kernel`` the tests are sent to (kernels plugin), or None: on this kernel."""
-    return config.getoption("kernel", default=None)
+    kernel: str | None = config.getoption("kernel", default=None)
+    return kernel
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -121,15 +121,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                              ) -> Iterator[None]:
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Turn FeatureMissing into a skip; keep artifacts of failures, drop the rest."""
     report: pytest.TestReport = yield
     if call.excinfo is not None and call.excinfo.errisinstance(FeatureMissing):
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0,
                            f"Skipped: {call.excinfo.value}")
-    failed = getattr(item, "_netregress_failed", False) or report.failed
-    item._netregress_failed = failed  # type: ignore[attr-defined]
+    failed = item.stash.get(_FAILED_KEY, False) or report.failed
+    item.stash[_FAILED_KEY] = failed
     folder = artifact_dir(item)
     if report.when == "teardown":
         artifacts.set_current(None)
@@ -156,7 +156,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     mode = terminalreporter.config.getoption("--summary")
     if mode == "none":
         return
-    outcomes = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+    outcomes: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
     if mode == "problems":
         outcomes = outcomes[1:]
     rows: list[tuple[str, str, str]] = []

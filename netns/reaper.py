@@ -6,8 +6,6 @@ still running inside a leftover namespace (a tcpdump orphaned by the SIGKILL) we
 by that run, so they are killed by PID before the namespace goes.
 """
 
-from __future__ import annotations
-
 import os
 import signal
 

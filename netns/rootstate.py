@@ -10,8 +10,6 @@ namespace when a test's first ipip/gre link loads the module are reported separa
 are the kernel's doing, not a test's, and netregress never configures them.
 """
 
-from __future__ import annotations
-
 import argparse
 import difflib
 import json
@@ -48,7 +46,8 @@ def snapshot() -> dict[str, str]:
 
 
 def _without_fallbacks(text: str) -> tuple[str, list[str]]:
-    kept, dropped = [], []
+    kept: list[str] = []
+    dropped: list[str] = []
     for line in text.splitlines():
         name = line.split(": ")[1].split("@")[0] if ": " in line else ""
         (dropped if name in FALLBACK_DEVICES else kept).append(line)

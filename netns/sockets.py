@@ -5,8 +5,6 @@
 unacked) together; C01's precondition is asserted on exactly these fields.
 """
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING

@@ -7,8 +7,6 @@ only push further, never exact counts. ``net.core.netdev_budget`` and
 changes them only inside a throw-away matrix VM guest and always restores them.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from .commands import cmd
@@ -50,9 +48,9 @@ class Snapshot:
         return [row[col] if col < len(row) else 0 for row in self.softnet]
 
     def __sub__(self, earlier: "Snapshot") -> "Snapshot":
-        return Snapshot([[a - b for a, b in zip(now, then)]
-                         for now, then in zip(self.softnet, earlier.softnet)],
-                        [a - b for a, b in zip(self.net_rx, earlier.net_rx)])
+        return Snapshot([[a - b for a, b in zip(now, then, strict=True)]
+                         for now, then in zip(self.softnet, earlier.softnet, strict=True)],
+                        [a - b for a, b in zip(self.net_rx, earlier.net_rx, strict=True)])
 
 
 GUEST_ONLY = ("{knob} is global to the machine (root namespace only); netregress changes it "

@@ -5,16 +5,14 @@ exchange within seconds instead of a hung test. They run real programs inside th
 namespaces (ping, python sockets): the kernel under test does all the networking.
 """
 
-from __future__ import annotations
-
 import os
 import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from collections.abc import Callable
 
 from .errors import NetregressError
 
@@ -71,7 +69,7 @@ class TcpEchoServer:
 
     def __init__(self, ns: "Namespace", addr: str, port: int) -> None:
         self.ns, self.addr, self.port = ns, addr, port
-        self._proc: "Process | None" = None
+        self._proc: Process | None = None
 
     def __enter__(self) -> "TcpEchoServer":
         self._proc = self.ns.spawn([sys.executable, "-c", _ECHO_SERVER, self.addr,

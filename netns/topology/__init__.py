@@ -2,8 +2,20 @@
 
 from . import shapes
 from .builder import Network, build
-from .model import (Bridge, Dummy, Existing, Fdb, Gre, Iface, Ipip, Neigh, Route, Topology,
-                    Veth, Vxlan)
+from .model import (
+    Bridge,
+    Dummy,
+    Existing,
+    Fdb,
+    Gre,
+    Iface,
+    Ipip,
+    Neigh,
+    Route,
+    Topology,
+    Veth,
+    Vxlan,
+)
 
 __all__ = ["Bridge", "Dummy", "Existing", "Fdb", "Gre", "Iface", "Ipip", "Neigh", "Network",
            "Route", "Topology", "Veth", "Vxlan", "build", "shapes"]

@@ -6,8 +6,6 @@ the builder goes hosts → links (listed order) → MTU/MAC/addresses/up → rou
 neighbours → FDB. Any failure tears down what was built and re-raises.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 
 from .. import features

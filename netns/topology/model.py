@@ -6,8 +6,6 @@ description inert means a shape can be printed, compared, and checked for the ke
 features it needs before anything is created.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 
 

@@ -6,13 +6,12 @@ the flannel case); everything else uses documentation or private ranges that exi
 inside the test namespaces.
 """
 
-from __future__ import annotations
+from .model import Bridge, Existing, Fdb, Iface, Ipip, LinkSpec, Neigh, Route, Topology, Veth, Vxlan
 
-from .model import Bridge, Existing, Fdb, Iface, Ipip, Neigh, Route, Topology, Veth, Vxlan
-
-FORWARDING = {"net.ipv4.ip_forward": 1}
+FORWARDING: dict[str, str | int] = {"net.ipv4.ip_forward": 1}
 # New namespaces' rp_filter defaults differ between kernels and distros: pin it.
-NO_RP_FILTER = {"net.ipv4.conf.all.rp_filter": 0, "net.ipv4.conf.default.rp_filter": 0}
+NO_RP_FILTER: dict[str, str | int] = {"net.ipv4.conf.all.rp_filter": 0,
+                                      "net.ipv4.conf.default.rp_filter": 0}
 
 
 def pair(mtu: int | None = None) -> Topology:
@@ -30,7 +29,7 @@ def bridged(n: int = 3) -> Topology:
     if n < 1:
         raise ValueError("bridged() needs at least one host")
     hosts: dict[str, dict[str, str | int]] = {"sw": {}}
-    links: list = []
+    links: list[LinkSpec] = []
     for i in range(1, n + 1):
         hosts[f"h{i}"] = {}
         links.append(Veth(Iface(f"h{i}", "eth0", (f"10.0.1.{i}/24",)), Iface("sw", f"p{i}")))
@@ -111,7 +110,7 @@ def flannel_vxlan(static_fdb: bool = True, pod_mtu: int = FLANNEL_MTU,
     1500 by a CNI that forgot the VXLAN overhead, a VTEP on another UDP port.
     """
     hosts: dict[str, dict[str, str | int]] = {"sw": {}}
-    links: list = []
+    links: list[LinkSpec] = []
     routes: list[Route] = []
     neighbours: list[Neigh] = []
     fdb: list[Fdb] = []

@@ -25,16 +25,14 @@ To see it fail on the bug: build Debian's 6.1 with ``kernels/patches`` re-introd
 2019 limit (README, "Reproducing a field bug") and run this test with ``--kernel`` on it.
 """
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 
 import pytest
 
 from netns import sockets
-from netns.packetdrill.pytest_plugin import PktItem, run_for_test
 from netns.variants import broken
+from packetdrill.pytest_plugin import PktItem, run_for_test
 
 SCRIPT = Path(__file__).parent / "packetdrill" / "c01-tcp-wqueue-too-big-v4.pkt"
 RETRANSMISSION = "> . 3001:4461(1460) ack 1"

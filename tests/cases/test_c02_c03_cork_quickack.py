@@ -33,8 +33,6 @@ the response. The oracle asserts no pure ACK from the 3rd request on (the ACK ri
 response); the broken variant adds the route metric.
 """
 
-from __future__ import annotations
-
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -25,8 +25,6 @@ fix for the fix's; strict rp_filter; tunl0 down) that runs it as a strict xfail.
 Needs ipip: skipped on kernels without it, run for real in the VM kernels (kernels/).
 """
 
-from __future__ import annotations
-
 import sys
 import textwrap
 from pathlib import Path

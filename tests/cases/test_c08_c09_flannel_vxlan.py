@@ -74,7 +74,7 @@ def test_c08_inner_ttl_drops_by_two_across_the_overlay(topology, static_fdb: boo
     ttl_received = [p[IP].ttl for p in _echo(received.packets, 8)]
     assert len(ttl_sent) == len(ttl_received) == 2
     # Two routing hops (h3: cni0 → flannel.1, h4: flannel.1 → cni0), nothing else.
-    assert [s - r for s, r in zip(ttl_sent, ttl_received)] == [2, 2]
+    assert [s - r for s, r in zip(ttl_sent, ttl_received, strict=True)] == [2, 2]
 
 
 @pytest.mark.parametrize("port", [

@@ -32,8 +32,7 @@ import os
 import pytest
 
 from netns.features import in_netregress_vm
-from netns.softnet import (GUEST_ONLY, PROCESSED, RECEIVED_RPS, TIME_SQUEEZE, GlobalSysctls,
-                           Snapshot)
+from netns.softnet import GUEST_ONLY, PROCESSED, RECEIVED_RPS, TIME_SQUEEZE, GlobalSysctls, Snapshot
 from netns.topology import Network
 from netns.traffic import udp_burst
 from netns.variants import broken

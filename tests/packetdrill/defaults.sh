@@ -1,7 +1,7 @@
 #!/bin/sh
 # Init command of the netregress packetdrill corpus: a known TCP configuration for the fresh
 # network namespace each script runs in (these sysctls are per namespace, so nothing outside
-# it changes). Values follow the reference's conventions (docs: packetdrill-language.md §10.1);
+# it changes). Values follow the reference's conventions (docs/packetdrill-language.md §12);
 # a fresh namespace has no TCP metrics to flush, and it inherits the host's congestion
 # control (this kernel refuses to change the default inside a namespace: EPERM). Scripts
 # that depend on one set it per socket with TCP_CONGESTION.

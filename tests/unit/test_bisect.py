@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from kernels.build import bisect, demo
-from kernels.build.source import git_tree
-from kernels.console import Crash
+from kernels.acquire.from_source.source import git_tree
+from kernels.bisect import bisect, demo
 from kernels.errors import KernelsError
-from kernels.results import TestResult
-from kernels.runner import KernelRun
+from kernels.matrix.results import Outcome, TestResult
+from kernels.matrix.runner import KernelRun
+from kernels.vm.console import Crash
 from tests.unit.test_kernel_build import fake_tree
 
 
-def run_with(*outcomes: str, problem: str | None = None) -> KernelRun:
+def run_with(*outcomes: Outcome, problem: str | None = None) -> KernelRun:
     run = KernelRun(name="k", out_dir=Path("/nonexistent"))
-    run.results = [TestResult(f"t.py::t{i}", outcome) for i, outcome in enumerate(outcomes)]  # type: ignore[arg-type]
+    run.results = [TestResult(f"t.py::t{i}", outcome) for i, outcome in enumerate(outcomes)]
     run.problem = Crash(problem, "") if problem else None
     return run
 
@@ -78,9 +78,13 @@ def test_cli_bad_tree_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFix
 
 @pytest.mark.skipif(
     not os.environ.get("NETREGRESS_BISECT_DEMO"),
-    reason="builds kernels and boots VMs for ~an hour: set NETREGRESS_BISECT_DEMO=1 (tox -e bisect-demo)",
+    reason="builds kernels and boots VMs for ~an hour: set NETREGRESS_BISECT_DEMO=1"
+    " (tox -e bisect-demo)",
 )
 def test_bisect_demo_lands_on_the_culprit() -> None:
     assert demo.main([]) == 0
     tree = demo.demo_tree()
-    assert subprocess.run(["git", "-C", str(tree), "bisect", "log"], capture_output=True).returncode != 0
+    assert (
+        subprocess.run(["git", "-C", str(tree), "bisect", "log"], capture_output=True).returncode
+        != 0
+    )

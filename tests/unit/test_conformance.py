@@ -5,8 +5,6 @@ one) or a reference JSON we write on purpose with wrong verdicts, which must sho
 reproducible disagreement and, for a script the builtin engine passes, as a false pass.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import subprocess
@@ -16,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from netns.packetdrill.conformance.corpus import find_jobs
-from netns.packetdrill.conformance.outcome import cause, first_error, from_result
+from packetdrill.conformance.corpus import find_jobs
+from packetdrill.conformance.outcome import cause, first_error, from_result
 
 REPO = Path(__file__).resolve().parents[2]
 PASSING = """\
@@ -36,7 +34,7 @@ MARKED = """\
 
 
 def conformance(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "netns.packetdrill.conformance",
+    return subprocess.run([sys.executable, "-m", "packetdrill.conformance",
                            *map(str, args)], capture_output=True, text=True, timeout=300,
                           cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
 
@@ -199,8 +197,8 @@ def test_variants_follow_upstream_naming_and_our_pins(tmp_path: Path) -> None:
 
 
 def test_a_reference_that_broke_crashed_and_is_not_compared() -> None:
-    from netns.packetdrill.conformance.compare import compared
-    from netns.packetdrill.result import RunResult
+    from packetdrill.conformance.compare import compared
+    from packetdrill.result import RunResult
     crashed = from_result(RunResult("/a/x.pkt", False, "assertion n >= 8 failed at /s/code.c "
                                     "line 148\n/a/x.pkt: killed by signal 6", exit_status=-6))
     assert (crashed.verdict, crashed.first_error) == (
@@ -221,7 +219,7 @@ def test_first_error_and_cause_drop_paths_lines_and_numbers() -> None:
     assert first_error("sysctl: cannot stat /proc/sys/x: No such file\n"
                        "assertion len >= 3 failed at /src/code.c line 148\n") == (
         "assertion len >= 3 failed at code.c line 148")
-    from netns.packetdrill.conformance.outcome import Outcome
+    from packetdrill.conformance.outcome import Outcome
     assert cause(Outcome("FAIL", line)) == (
         "error handling packet: timing error: expected outbound packet at N sec but "
         "happened at N sec")
@@ -246,7 +244,7 @@ def test_build_reference_names_missing_tools(tmp_path: Path) -> None:
     (tree / "packetdrill.c").write_text("int main(void) { return 0; }\n")
     empty = tmp_path / "bin"
     empty.mkdir()
-    done = subprocess.run([sys.executable, "-m", "netns.packetdrill.conformance",
+    done = subprocess.run([sys.executable, "-m", "packetdrill.conformance",
                            "build-reference", "--source", str(tree)],
                           capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
                           env={**os.environ, "PYTHONPATH": str(REPO), "PATH": str(empty),

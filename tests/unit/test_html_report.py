@@ -7,8 +7,6 @@ it), and the plot shows the expected box well right of the actual segment: a rea
 ``.pkt`` item with a real pcap, no VM needed.
 """
 
-from __future__ import annotations
-
 import html
 import json
 import re
@@ -121,7 +119,7 @@ def test_matrix_html_drill_down_in_chromium(tmp_path: Path,
 
 
 def _engine_pcap(script: Path, pcap: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "netns.packetdrill", "--ip_version=ipv4",
+    subprocess.run([sys.executable, "-m", "packetdrill", "--ip_version=ipv4",
                     f"--pcap={pcap}", str(script)], cwd=REPO, capture_output=True, timeout=120)
     assert pcap.is_file()
     return pcap
@@ -130,7 +128,7 @@ def _engine_pcap(script: Path, pcap: Path) -> Path:
 def test_trace_diff_aligns_real_traces_and_names_the_first_divergence(tmp_path: Path) -> None:
     """C02 corked (one 346-byte segment) against C02 without the cork (288 bytes first):
     two real traces of the same script whose first difference is that segment's length."""
-    from netns.tracediff import align, describe, first_divergence, read_rows
+    from evidence.tracediff import align, describe, first_divergence, read_rows
 
     uncorked = tmp_path / "c02-uncorked.pkt"
     text = CASE.read_text()
@@ -149,10 +147,10 @@ def test_trace_diff_aligns_real_traces_and_names_the_first_divergence(tmp_path: 
 
 
 def test_matrix_page_colours_every_verdict_and_keeps_the_crash_console(tmp_path: Path) -> None:
-    from kernels.console import Crash
-    from kernels.report import build, write_outputs
-    from kernels.results import TestResult
-    from kernels.runner import KernelRun
+    from kernels.matrix.results import TestResult
+    from kernels.matrix.runner import KernelRun
+    from kernels.report.table import build, write_outputs
+    from kernels.vm.console import Crash
 
     tests = [f"t.py::test_{name}" for name in ("a", "b", "c", "d", "e")]
     old = KernelRun("old", tmp_path / "out/old", results=[
@@ -174,11 +172,11 @@ def test_matrix_page_colours_every_verdict_and_keeps_the_crash_console(tmp_path:
 
 
 def test_matrix_keeps_passing_pcaps_only_where_another_kernel_failed(tmp_path: Path) -> None:
-    from kernels import kept_pcaps
-    from kernels.html import evidence_dir
-    from kernels.report import build
-    from kernels.results import TestResult
-    from kernels.runner import KernelRun
+    from kernels.matrix.results import TestResult
+    from kernels.matrix.runner import KernelRun
+    from kernels.report import kept_pcaps
+    from kernels.report.html import evidence_dir
+    from kernels.report.table import build
 
     split, green = "t.py::test_split", "t.py::test_green"
     good = KernelRun("good", tmp_path / "good", results=[

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kernels.build import config, make
-from kernels.build.builder import BuildRequest
-from kernels.build.c01 import PACKAGE, PATCH
-from kernels.build.patches import Patch, sync_patches
-from kernels.build.source import (
+from kernels.acquire.from_source import config, make
+from kernels.acquire.from_source.builder import BuildRequest
+from kernels.acquire.from_source.patches import Patch, sync_patches
+from kernels.acquire.from_source.source import (
     USR_SRC,
     SourceTree,
     debian_tarball,
@@ -22,6 +21,7 @@ from kernels.build.source import (
     git_tree,
     is_kernel_tree,
 )
+from kernels.bisect.c01 import PACKAGE, PATCH
 from kernels.errors import KernelsError
 
 
@@ -87,7 +87,12 @@ def test_patches_switch_and_revert(tmp_path: Path) -> None:
     assert (tree / "f.c").read_text() == "A\nb\nc\n"
     sync_patches(tree, record, [], said.append)
     assert (tree / "f.c").read_text() == "a\nb\nc\n"
-    assert said == ["applying one.patch", "reverting one.patch", "applying two.patch", "reverting two.patch"]
+    assert said == [
+        "applying one.patch",
+        "reverting one.patch",
+        "applying two.patch",
+        "reverting two.patch",
+    ]
 
 
 def test_patch_that_does_not_fit_leaves_tree_untouched(tmp_path: Path) -> None:
@@ -133,7 +138,9 @@ def test_netregress_fragment_is_well_formed() -> None:
 def test_make_failure_names_log_and_tail(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     tree.mkdir()
-    (tree / "Makefile").write_text("all:\n\t@echo '  CC      foo.o'\n\t@echo 'foo.c:1: error: boom'\n\t@false\n")
+    (tree / "Makefile").write_text(
+        "all:\n\t@echo '  CC      foo.o'\n\t@echo 'foo.c:1: error: boom'\n\t@false\n"
+    )
     obj = tmp_path / "obj"
     obj.mkdir()
     log = obj / "build.log"
@@ -149,15 +156,22 @@ def test_elapsed_format() -> None:
     assert make.elapsed(65) == "1m05s"
 
 
-@pytest.mark.skipif(not (USR_SRC / f"{PACKAGE}.tar.xz").is_file(), reason=f"{PACKAGE} is not installed")
+@pytest.mark.skipif(
+    not (USR_SRC / f"{PACKAGE}.tar.xz").is_file(), reason=f"{PACKAGE} is not installed"
+)
 def test_bug_patch_applies_to_debian_6_1(tmp_path: Path) -> None:
     """The C01 patch must keep applying to the installed Debian 6.1 source."""
     member = f"{PACKAGE}/net/ipv4/tcp_output.c"
-    subprocess.run(["tar", "-xf", str(debian_tarball(PACKAGE)), "-C", str(tmp_path), member], check=True)
+    subprocess.run(
+        ["tar", "-xf", str(debian_tarball(PACKAGE)), "-C", str(tmp_path), member], check=True
+    )
     sync_patches(tmp_path / PACKAGE, tmp_path / "applied.json", [Patch.read(PATCH)], lambda _: None)
     patched = (tmp_path / member).read_text()
     assert "if (unlikely((sk->sk_wmem_queued >> 1) > sk->sk_sndbuf)) {" in patched
-    assert "tcp_rtx_queue_head(sk)" not in patched.split("int tcp_fragment(", 1)[1].split("\n}\n", 1)[0]
+    assert (
+        "tcp_rtx_queue_head(sk)"
+        not in patched.split("int tcp_fragment(", 1)[1].split("\n}\n", 1)[0]
+    )
 
 
 def test_result_names_keep_stock_and_patched_apart(tmp_path: Path) -> None:

@@ -6,13 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from kernels.catalog import (
-    DebianKernel, PathKernel, RunningKernel, SourceKernel, load_catalog, lookup, parse_catalog,
+from kernels.acquire.catalog import (
+    DebianKernel,
+    PathKernel,
+    RunningKernel,
+    SourceKernel,
+    load_catalog,
+    lookup,
+    parse_catalog,
     select,
 )  # fmt: skip
+from kernels.acquire.fetch import fetch
+from kernels.acquire.kernel import build_version, bzimage_banner, version_tuple
 from kernels.errors import KernelsError
-from kernels.fetch import fetch
-from kernels.kernel import build_version, bzimage_banner, version_tuple
 
 
 def test_shipped_catalog_has_the_promised_kernels() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from kernels.catalog import load_catalog, select
-from kernels.ci_workflow import github, gitlab
+from kernels.acquire.catalog import load_catalog, select
+from kernels.matrix.ci_workflow import github, gitlab
 from kernels.paths import REPO_ROOT
 
 SHIPPED = REPO_ROOT / ".github/workflows/kernel-matrix.yml"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels.matrix import _parser, main
+from kernels.cli.matrix import _parser, main
 from kernels.paths import REPO_ROOT
 
 

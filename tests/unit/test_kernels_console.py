@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from kernels.console import scan, tail
-from kernels.qemu import verdict
+from kernels.vm.console import scan, tail
+from kernels.vm.qemu import verdict
 
 PANIC = """\
 [    5.100000] random: crng init done

@@ -3,8 +3,11 @@
 import pytest
 
 from kernels.errors import KernelsError
-from kernels.expectations import (
-    VersionRange, expected_failure, load_expectations, parse_expectations,
+from kernels.matrix.expectations import (
+    VersionRange,
+    expected_failure,
+    load_expectations,
+    parse_expectations,
 )  # fmt: skip
 
 ENTRIES = """

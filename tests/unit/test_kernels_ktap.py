@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from tap.parser import Parser
 
-from kernels.ktap import render
-from kernels.results import TestResult
+from kernels.matrix.results import TestResult
+from kernels.report.ktap import render
 
 DEMO = '''
 import pytest

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from kernels import tools
-from kernels.cpio import Entry, archive, directory
 from kernels.errors import KernelsError
-from kernels.procs import Children, reap_leftovers
+from kernels.vm.cpio import Entry, archive, directory
+from kernels.vm.procs import Children, reap_leftovers
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +47,7 @@ def test_stop_all_stops_children_and_refuses_new_ones(tmp_path: Path) -> None:
 def test_children_die_with_their_parent(tmp_path: Path) -> None:
     """PR_SET_PDEATHSIG: a SIGKILLed runner takes its QEMU along, no cleanup code needed."""
     script = (
-        "import sys, time; from kernels.procs import Children; "
+        "import sys, time; from kernels.vm.procs import Children; "
         "p = Children().spawn(['sleep', '60']); print(p.pid, flush=True); time.sleep(60)"
     )
     runner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,

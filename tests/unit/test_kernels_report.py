@@ -3,15 +3,23 @@
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
-from kernels.console import Crash
-from kernels.junit import NODEID_PROPERTY
-from kernels.kernel import BootableKernel
-from kernels.report import (CONSOLE_ROW, TIMING_PROPERTY, build, render_markdown, render_text,
-                            to_json, write_outputs)
-from kernels.results import TestResult
-from kernels.runner import KernelRun
-from netns.packetdrill.tolerance import TimingRecord, Tolerance
+from kernels.acquire.kernel import BootableKernel
+from kernels.matrix.results import TestResult
+from kernels.matrix.runner import KernelRun
+from kernels.report.junit import NODEID_PROPERTY
+from kernels.report.table import (
+    CONSOLE_ROW,
+    TIMING_PROPERTY,
+    build,
+    render_markdown,
+    render_text,
+    to_json,
+    write_outputs,
+)
+from kernels.vm.console import Crash
+from packetdrill.tolerance import TimingRecord, Tolerance
 
 A, B, C = "t.py::test_a", "t.py::test_b", "t.py::test_c"
 
@@ -121,10 +129,10 @@ def test_widened_packetdrill_passes_are_distinct_cells_and_the_slack_is_shown(
     runs = _runs(tmp_path)
     runs[0].results[0] = TestResult(A, "pass", properties=((TIMING_PROPERTY, record),))
     matrix = build(runs, [A, B, C])
-    data = to_json(matrix)
-    assert [k["pkt tolerance"] for k in data["kernels"]] == [  # type: ignore[index]
+    data: dict[str, Any] = to_json(matrix)
+    assert [k["pkt tolerance"] for k in data["kernels"]] == [
         "+22.0 ms late (calibrated)", "-"]
-    assert data["tests"][A]["bookworm-6.1"]["timing"]["late_usecs"] == 12000  # type: ignore[index]
+    assert data["tests"][A]["bookworm-6.1"]["timing"]["late_usecs"] == 12000
     text = render_text(matrix)
     assert any(line.startswith(A) and " pass~ " in line for line in text.splitlines())
     assert "pass~: passed only with late-side timing slack" in text

@@ -15,14 +15,14 @@ from typing import Any, Literal
 
 import pytest
 
-from kernels import reportlog
-from kernels.catalog import RunningKernel
-from kernels.procs import Children
-from kernels.qemu import InitramfsLauncher
-from kernels.results import from_reports
-from kernels.runner import RunOptions, run_kernel
+from kernels.acquire.catalog import RunningKernel
+from kernels.matrix import reportlog
+from kernels.matrix.results import from_reports
+from kernels.matrix.runner import RunOptions, run_kernel
+from kernels.vm.procs import Children
+from kernels.vm.qemu import InitramfsLauncher
 
-DEMO = '''
+DEMO = """
 import os
 import signal
 
@@ -46,7 +46,7 @@ def test_dies():
 
 def test_never_runs():
     pass
-'''
+"""
 
 
 def _report(when: Literal["setup", "call", "teardown"],
@@ -78,8 +78,14 @@ def test_a_dead_pytest_keeps_what_finished_and_blames_the_running_test(tmp_path:
     out = tmp_path / "out"
     children = Children()
     try:
-        run = run_kernel(RunningKernel("running"), RunOptions(["test_demo.py"], cwd=tmp_path),
-                         out, InitramfsLauncher(children), children, lambda message: None)
+        run = run_kernel(
+            RunningKernel("running"),
+            RunOptions(["test_demo.py"], cwd=tmp_path),
+            out,
+            InitramfsLauncher(children),
+            children,
+            lambda message: None,
+        )
     finally:
         children.stop_all()
     assert run.problem is not None
@@ -114,7 +120,11 @@ def test_pytest_kernel_replays_the_guest_reports_and_pins_the_crash(tmp_path: Pa
     assert host.complete
     cells = {r.nodeid.rpartition("::")[2]: r for r in host.results()}
     assert {name: r.outcome for name, r in cells.items()} == {
-        "test_passes": "pass", "test_fails": "fail", "test_dies": "fail", "test_never_runs": "fail"}
+        "test_passes": "pass",
+        "test_fails": "fail",
+        "test_dies": "fail",
+        "test_never_runs": "fail",
+    }
     assert cells["test_fails"].message == "AssertionError: a real failure"
     assert "test_demo.py:16: AssertionError" in cells["test_fails"].details
     died = f"kernel running: pytest did not finish (exit status {-signal.SIGKILL})"

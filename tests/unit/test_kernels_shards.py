@@ -13,10 +13,10 @@ import pytest
 from kcidb_io import schema
 from tap.parser import Parser
 
-from kernels import kcidb, record
 from kernels.errors import KernelsError
+from kernels.matrix.shard import Piece, parse_shard, plan, slice_tests
 from kernels.paths import REPO_ROOT, locked
-from kernels.shard import Piece, parse_shard, plan, slice_tests
+from kernels.report import kcidb, record
 
 DEMO = '''
 import pytest

@@ -17,8 +17,9 @@ import pytest
 from kcidb_io import schema
 from tap.parser import Parser
 
-from kernels import reportlog, tools
+from kernels import tools
 from kernels.errors import KernelsError
+from kernels.matrix import reportlog
 from kernels.paths import REPO_ROOT
 
 KERNEL = "bookworm-6.1"

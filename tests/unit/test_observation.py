@@ -65,10 +65,12 @@ def test_nstat_unknown_counter_fails_loudly(ns) -> None:
         delta["TcpExtTCPWqueueTooBigg"]
 
 
-SS_SAMPLE = """\
-ESTAB 0      67259  127.0.0.1:40680 127.0.0.1:5555 
-\t skmem:(r0,rb131072,t0,tb8192,f709,w22680,o0,bl0,d3) cubic wscale:10,10 rto:1632 backoff:3 rtt:0.022/0.009 mss:1448 cwnd:1 ssthresh:7 bytes_sent:134518 unacked:5 retrans:1/4 lost:5 bbr:(bw:1bps,mrtt:0.02) rcv_space:65495
-"""
+SS_SAMPLE = (
+    "ESTAB 0      67259  127.0.0.1:40680 127.0.0.1:5555 \n"  # ss ends the line with a space
+    "\t skmem:(r0,rb131072,t0,tb8192,f709,w22680,o0,bl0,d3) cubic wscale:10,10 rto:1632"
+    " backoff:3 rtt:0.022/0.009 mss:1448 cwnd:1 ssthresh:7 bytes_sent:134518 unacked:5"
+    " retrans:1/4 lost:5 bbr:(bw:1bps,mrtt:0.02) rcv_space:65495\n"
+)
 
 
 def test_ss_parse_sample() -> None:

@@ -1,15 +1,13 @@
 """The engine's command line: upstream-compatible exit codes and diagnostics, -v output, the
 pcap of a run, and that each run lives in its own network namespace."""
 
-from __future__ import annotations
-
 import subprocess
 import sys
 from pathlib import Path
 
 from scapy.utils import rdpcap
 
-from netns.packetdrill.backend import engine_command
+from packetdrill.backend import engine_command
 
 UDP_SCRIPT = """\
     0 socket(..., SOCK_DGRAM, IPPROTO_UDP) = 3

@@ -1,10 +1,8 @@
 """Parser robustness: random and mutated scripts never crash the engine, and every rejection
 is a ``file:line: message`` diagnostic (or an option error naming the file).
 
-The corpus mutants (every ``*.pkt`` under tests/, mutated by :mod:`netns.packetdrill.fuzz`)
+The corpus mutants (every ``*.pkt`` under tests/, mutated by :mod:`packetdrill.fuzz`)
 are the bulk: 1,000 per run here, many more in ``scripts/bench-packetdrill-fuzz``."""
-
-from __future__ import annotations
 
 import random
 from pathlib import Path
@@ -12,10 +10,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from netns.packetdrill.errors import ScriptError
-from netns.packetdrill.fuzz import PIECES, check, corpus_scripts, mutate
-from netns.packetdrill.loader import load_script
-from netns.packetdrill.variants import VARIANTS, variant_options, variants_for
+from packetdrill.errors import ScriptError
+from packetdrill.fuzz import PIECES, check, corpus_scripts, mutate
+from packetdrill.loader import load_script
+from packetdrill.variants import VARIANTS, variant_options, variants_for
 
 CORPUS = corpus_scripts(Path(__file__).parents[1])
 TEXTS = [path.read_text(encoding="latin-1") for path in CORPUS]

@@ -1,17 +1,15 @@
-"""Outbound verification order and messages (§4.9), TSO merging (§7.7) and the
-script↔live sequence mapping (§4.8), on hand-built packets."""
-
-from __future__ import annotations
+"""Outbound verification order and messages (docs/packetdrill-language.md §5.7), TSO merging
+(§5.8) and the script↔live sequence mapping (§5.6), on hand-built packets."""
 
 import pytest
 
-from netns.packetdrill.config import Config
-from netns.packetdrill.conn import Conn, build, learn_syn, map_outbound
-from netns.packetdrill.errors import RuntimeFailure
-from netns.packetdrill.loader import load_script
-from netns.packetdrill.matcher import fragment_problem, merge, verify
-from netns.packetdrill.model import PacketEvent, TcpSpec
-from netns.packetdrill.wire import Packet, TcpHeader, decode, encode
+from packetdrill.config import Config
+from packetdrill.conn import Conn, build, learn_syn, map_outbound
+from packetdrill.errors import RuntimeFailure
+from packetdrill.loader import load_script
+from packetdrill.matcher import fragment_problem, merge, verify
+from packetdrill.model import PacketEvent, TcpSpec
+from packetdrill.wire import Packet, TcpHeader, decode, encode
 
 ISN = 1_000_000
 

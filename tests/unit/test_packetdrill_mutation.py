@@ -7,8 +7,6 @@ reason (a timing hiccup, a parse error) would prove nothing about the field. The
 few and chosen from quick scripts, so the whole file stays a few seconds per worker.
 """
 
-from __future__ import annotations
-
 import re
 import shutil
 from dataclasses import dataclass
@@ -16,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from netns.packetdrill.backend import Backend, run_isolated
-from netns.packetdrill.variants import variant_options
+from packetdrill.backend import Backend, run_isolated
+from packetdrill.variants import variant_options
 
 TESTS = Path(__file__).parents[1]
 PASSIVE = "packetdrill/tcp/passive-open-close.pkt"

@@ -1,14 +1,12 @@
 """Lexer and parser of the packetdrill engine: the reference's lexical rules and the exact
 ``file:line: message`` diagnostics, checked without touching the kernel."""
 
-from __future__ import annotations
-
 import pytest
 
-from netns.packetdrill.errors import ConfigError, ScriptError
-from netns.packetdrill.lexer import tokenize
-from netns.packetdrill.loader import load_script
-from netns.packetdrill.model import CodeEvent, CommandEvent, PacketEvent, SyscallEvent, TcpSpec
+from packetdrill.errors import ConfigError, ScriptError
+from packetdrill.lexer import tokenize
+from packetdrill.loader import load_script
+from packetdrill.model import CodeEvent, CommandEvent, PacketEvent, SyscallEvent, TcpSpec
 
 HANDSHAKE = """\
     0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
@@ -146,7 +144,7 @@ def test_errors_have_upstreams_text_and_line(text: str, message: str) -> None:
 
 def test_icmp_names_follow_the_ip_version() -> None:
     script, _ = parse("0 < icmp packet_too_big mtu 1280\n", ("ip_version", "ipv6"))
-    assert script.events[0].action.l4.mtu == 1280  # type: ignore[union-attr]
+    assert script.events[0].action.l4.mtu == 1280
 
 
 def test_bad_address_for_the_family() -> None:

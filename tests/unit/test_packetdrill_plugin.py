@@ -1,8 +1,6 @@
 """The pytest plugin: collection per IP variant, lint failures as items, expect-fail
 headers, and what a failing script reports."""
 
-from __future__ import annotations
-
 import pytest
 
 pytest_plugins = ["pytester"]

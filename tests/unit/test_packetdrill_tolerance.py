@@ -1,18 +1,23 @@
 """The timing policy: packetdrill's base rule on both sides, measured slack on the late side
 only, a bound above which timing is not checkable, and how each verdict is reported."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 
 import pytest
 
-from netns.packetdrill.calibrate import MAX_SLACK_USECS, slack_from
-from netns.packetdrill.result import RunResult
-from netns.packetdrill.tolerance import (LATE_BOUND_USECS, TIMING_PROPERTY, TimingRecord,
-                                         Tolerance, classify_message, judge_run,
-                                         slack_for_scale)
+from packetdrill.backend import Backend, run_isolated
+from packetdrill.calibrate import MAX_SLACK_USECS, slack_from
+from packetdrill.result import RunResult
+from packetdrill.tolerance import (
+    LATE_BOUND_USECS,
+    TIMING_PROPERTY,
+    TimingRecord,
+    Tolerance,
+    classify_message,
+    judge_run,
+    slack_for_scale,
+)
 
 pytest_plugins = ["pytester"]
 SLACK = Tolerance().with_slack(20_000, "calibrated")
@@ -42,6 +47,35 @@ def test_slack_widens_the_late_side_only_and_reports_how_late() -> None:
     assert Tolerance().judge(100_000, 100_000, 122_500, 100_000) == ("late", 10_000)
     assert SLACK.judge(100_000, 100_000, 122_500, 100_000) == ("", 10_000)
     assert SLACK.judge(100_000, 100_000, 142_501, 100_000) == ("late", 30_001)
+
+
+def test_the_window_is_what_judge_accepts() -> None:
+    """The timeline's window and the check are one rule: its edges are the last instants
+    accepted (gap 100 ms: base 12.5 ms; slack 20 ms on the late side only)."""
+    first, last = SLACK.window(100_000, 150_000, 100_000)
+    assert (first, last) == (87_500, 182_500)
+    assert [SLACK.judge(100_000, 150_000, t, 100_000)[0] for t in
+            (first - 1, first, last, last + 1)] == ["early", "", "", "late"]
+
+
+def test_the_sniff_timeout_covers_the_slack() -> None:
+    assert Tolerance().receive_timeout(300_000) == 2.0        # upstream: whole seconds + 2
+    assert SLACK.receive_timeout(1_500_000) == 3.02
+
+
+def test_a_run_reports_its_tolerance_and_the_runners_slack(tmp_path: Path) -> None:
+    """The engine parses the script's base once and sends it back with the result; the
+    runner's slack reaches the run and keeps saying where it came from."""
+    script = tmp_path / "t.pkt"
+    script.write_text("--tolerance_usecs=7000\n0 `true`\n")
+    result = run_isolated(Backend("builtin"), str(script), [], SLACK)
+    assert result.passed, result.message
+    assert result.tolerance == Tolerance(7000, late_slack_usecs=20_000, base_from="script",
+                                         slack_from="calibrated")
+    result = run_isolated(Backend("builtin"), str(script), [("tolerance_late_usecs", "5")])
+    assert result.tolerance.with_slack(0, "none") == Tolerance(7000, base_from="script")
+    assert (result.tolerance.late_slack_usecs, result.tolerance.slack_from) == (
+        5, "command line")
 
 
 def test_scale_means_late_slack_in_default_tolerance_steps() -> None:

@@ -1,17 +1,16 @@
 """The upstream-binary adapter, checked against output recorded in the reference
 (docs/packetdrill-language.md, the **[observed]** examples): no binary can be installed here."""
 
-from __future__ import annotations
-
 import os
 import stat
 from pathlib import Path
 
 import pytest
 
-from netns.packetdrill.backend import choose_backend, run_isolated
-from netns.packetdrill.errors import UsageError
-from netns.packetdrill.upstream import parse_output, upstream_argv
+from packetdrill.backend import Backend, choose_backend, run_isolated
+from packetdrill.errors import UsageError
+from packetdrill.tolerance import Tolerance, judge_run
+from packetdrill.upstream import parse_output, upstream_argv
 
 PACKET_FAILURE = (
     "syn.pkt:8: error handling packet: live packet field ipv4_total_length: expected: 40 (0x28) "
@@ -109,14 +108,45 @@ exit 1
 """
 
 
-def test_upstream_runs_isolated_from_the_script_folder(tmp_path: Path) -> None:
+def fake_binary(tmp_path: Path, text: str) -> Backend:
+    """The upstream backend, with the shell script ``text`` as its binary."""
     binary = tmp_path / "packetdrill"
-    binary.write_text(FAKE_BINARY)
+    binary.write_text(text)
     binary.chmod(0o755)
+    return choose_backend(str(binary))
+
+
+def test_upstream_runs_isolated_from_the_script_folder(tmp_path: Path) -> None:
     script = tmp_path / "s.pkt"
     script.write_text("0 `true`\n+0 > . 1:1(0) ack 1\n")
-    result = run_isolated(choose_backend(str(binary)), str(script),
+    result = run_isolated(fake_binary(tmp_path, FAKE_BINARY), str(script),
                           [("ip_version", "ipv6"), ("pcap", "/nowhere.pcap")])
     assert (result.passed, result.backend, result.line) == (False, "upstream", 2)
     assert result.message == f"{script}:2: error handling packet: Timed out waiting for packet"
     assert "--ip_version=ipv6" in result.stdout and "pcap" not in result.stdout
+
+
+LATE_BINARY = """#!/bin/sh
+# Fails the way packetdrill does when a packet came 30 ms after its range.
+for arg; do last=$arg; done
+echo "$last:3: error handling packet: timing error: expected outbound packet in relative time \
+range +0.100000~+0.200000 sec but happened at +0.230000 sec" >&2
+exit 1
+"""
+
+
+def test_the_adapter_judges_by_the_scripts_own_tolerance(tmp_path: Path) -> None:
+    """Nobody hands the adapter a tolerance: it gets the config parsed from the script and the
+    command line, and the result reports it. The range error does not print the tolerance, so
+    how late it was depends on the script's base (10 ms here, not the 4 ms default)."""
+    backend = fake_binary(tmp_path, LATE_BINARY)
+    script = tmp_path / "s.pkt"
+    script.write_text("--tolerance_usecs=10000\n0 `true`\n+0 > . 1:1(0) ack 1\n")
+    result = run_isolated(backend, str(script), [("tolerance_percent", "1")])
+    assert (result.timing_error, result.late_error_usecs) == ("late", 20_000)
+    assert result.tolerance == Tolerance(10_000, 1.0, base_from="command line")
+    policy = Tolerance().with_slack(25_000, "calibrated")
+    result = run_isolated(backend, str(script), [], policy)
+    assert result.tolerance == Tolerance(10_000, late_slack_usecs=25_000, base_from="script",
+                                         slack_from="calibrated")
+    assert judge_run(result, result.tolerance).verdict == "not-checkable"

@@ -1,17 +1,15 @@
 """Packet encoding/decoding and the short dump format, cross-checked with scapy."""
 
-from __future__ import annotations
-
 import pytest
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 
-from netns.packetdrill.config import Config, finalize
-from netns.packetdrill.conn import Conn, build, map_inbound
-from netns.packetdrill.dump import dump
-from netns.packetdrill.loader import load_script
-from netns.packetdrill.model import PacketEvent
-from netns.packetdrill.wire import decode, encode
+from packetdrill.config import Config, finalize
+from packetdrill.conn import Conn, build, map_inbound
+from packetdrill.dump import dump
+from packetdrill.loader import load_script
+from packetdrill.model import PacketEvent
+from packetdrill.wire import decode, encode
 
 
 def packet_line(line: str, version: str = "ipv4") -> tuple[PacketEvent, Config]:

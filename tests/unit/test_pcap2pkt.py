@@ -12,8 +12,8 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.utils import rdpcap, wrpcap
 
-from netns.packetdrill.backend import Backend, run_isolated
-from netns.packetdrill.from_pcap import ConversionError, load, main, render
+from packetdrill.backend import Backend, run_isolated
+from packetdrill.from_pcap import ConversionError, load, main, render
 
 CORPUS = Path(__file__).parents[1] / "packetdrill"
 ENGINE = Backend("builtin")

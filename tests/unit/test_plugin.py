@@ -6,7 +6,6 @@ import sys
 import pytest
 
 
-
 def test_without_privileges_one_clear_message(tmp_path) -> None:
     (tmp_path / "test_x.py").write_text("def test_x(ns):\n    pass\n")
     # uid 0 but with every capability dropped: what a container without CAP_NET_ADMIN sees.

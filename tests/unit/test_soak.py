@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels.soak import Run, Soak, main, render
+from kernels.cli.soak import Run, Soak, main, render
 
 FLIPPING = '''
 from pathlib import Path

@@ -1,0 +1,3 @@
+"""Getting kernels to boot: the catalog (matrix.toml), Debian packages, the running kernel, and
+kernels built from source (`from_source`).
+"""

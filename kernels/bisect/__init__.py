@@ -1,0 +1,3 @@
+"""Using kernels built from source to judge a test: the re-introduced-bug check, `git bisect run`
+with build + boot + test, the bisect demo.
+"""

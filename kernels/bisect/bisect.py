@@ -1,0 +1,197 @@
+"""`git bisect run` with build + boot + test: find the commit that broke a test.
+
+Each step builds the checked-out revision in the tree's one shared out-of-tree dir (so a step
+costs an incremental build), boots it in a VM and runs the selected tests there. The verdict
+is git's: 0 good (every selected test passed), 1 bad (a test failed), 125 skip (the revision
+does not build, the kernel crashed or hung, or no test could run), 128 abort (the harness
+itself is broken: the bisect must stop instead of marking commits wrongly).
+
+Why crashes are skipped by default: the question is "where did this test start failing"; a
+revision that panics during boot for an unrelated reason says nothing about it.
+`--crash-is-bad` turns crashes into "bad" when the crash is the regression being hunted.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from kernels import tools
+from kernels.acquire.from_source.builder import BuildRequest, build
+from kernels.acquire.from_source.source import SourceTree, git_tree
+from kernels.bisect.vmtest import add_run_options, run_tests
+from kernels.errors import KernelsError
+from kernels.matrix.runner import KernelRun
+from kernels.paths import REPO_ROOT
+
+GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
+_FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
+
+
+def _say(message: str) -> None:
+    print(f"bisect: {message}", file=sys.stderr, flush=True)
+
+
+def git(tree: Path, *args: str) -> str:
+    """Run git in `tree`; a failure is the user's problem to hear about, with git's words."""
+    proc = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise KernelsError(f"git {' '.join(args)} failed in {tree}: {proc.stderr.strip()}")
+    return proc.stdout.strip()
+
+
+def verdict(run: KernelRun, crash_is_bad: bool) -> tuple[int, str]:
+    """Map one kernel run to git bisect's exit status, with the reason shown in the log."""
+    if run.problem is not None and run.problem.reason.startswith("cannot run"):
+        return ABORT, run.problem.reason
+    if run.problem is not None:
+        return (BAD if crash_is_bad else SKIP), f"kernel problem: {run.problem.reason}"
+    failed = [r.nodeid for r in run.results if r.outcome in ("fail", "xfail", "crash")]
+    if failed:
+        return BAD, f"failed: {', '.join(failed)}"
+    if any(r.outcome == "pass" for r in run.results):
+        return GOOD, f"passed: {', '.join(r.nodeid for r in run.results if r.outcome == 'pass')}"
+    return SKIP, "no selected test ran (all skipped)"
+
+
+def step(
+    tree: SourceTree, pytest_args: list[str], jobs: int, accel: str, crash_is_bad: bool
+) -> int:
+    """One bisect step on the revision git checked out: build, boot, test, verdict."""
+    revision = git(tree.path, "log", "-1", "--format=%h %s")
+    _say(f"step at {revision}")
+    try:
+        built = build(BuildRequest(source=tree, name=f"bisect-{tree.id}", jobs=jobs), _say)
+    except KernelsError as exc:
+        _say(f"skip {revision}: build failed: {exc}")
+        return SKIP
+    run = run_tests(built, pytest_args, accel, lambda message: _say(f"vm: {message}"))
+    code, why = verdict(run, crash_is_bad)
+    name = {GOOD: "good", BAD: "bad", SKIP: "skip", ABORT: "abort"}[code]
+    _say(f"{name} {revision}: {why}")
+    return code
+
+
+def _check_selection(pytest_args: list[str]) -> None:
+    """Collect on the host first: a selector that matches nothing would mark every step skip."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         *pytest_args],
+        capture_output=True, text=True, cwd=REPO_ROOT,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        lines = (proc.stdout + proc.stderr).strip().splitlines()[-8:]
+        raise KernelsError("the test selection collects no tests:\n" + "\n".join(lines))
+
+
+def _prepare(tree: SourceTree, good: str, bad: str) -> tuple[str, str]:
+    """Refuse what would make `git bisect` fail half-way; the full hashes of good and bad."""
+    git(tree.path, "rev-parse", "--git-dir")
+    if git(tree.path, "status", "--porcelain", "--untracked-files=no"):
+        raise KernelsError(f"{tree.path} has uncommitted changes: commit or stash them first")
+    if Path(git(tree.path, "rev-parse", "--absolute-git-dir"), "BISECT_LOG").exists():
+        raise KernelsError(
+            f"a bisect is already in progress in {tree.path}: 'git bisect reset' first"
+        )
+    resolved = []
+    for label, rev in (("good", good), ("bad", bad)):
+        try:
+            resolved.append(git(tree.path, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"))
+        except KernelsError:
+            raise KernelsError(f"{label} revision '{rev}' is not a commit in {tree.path}") from None
+    return resolved[0], resolved[1]
+
+
+def bisect(tree: SourceTree, good: str, bad: str, step_args: list[str]) -> str:
+    """Run the whole bisect; the first bad commit's hash. The tree is reset afterwards."""
+    good_rev, bad_rev = _prepare(tree, good, bad)
+    git(tree.path, "bisect", "start", bad_rev, good_rev)
+    try:
+        command = [
+            sys.executable,
+            "-m",
+            "kernels.bisect.bisect",
+            "step",
+            "--tree",
+            str(tree.path),
+            *step_args,
+        ]
+        proc = subprocess.Popen(
+            ["git", "-C", str(tree.path), "bisect", "run", *command],
+            stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        )  # fmt: skip
+        assert proc.stdout is not None
+        output = ""
+        for line in proc.stdout:
+            output += line
+            sys.stdout.write(line)
+        code = proc.wait()
+        found = _FIRST_BAD.search(output)
+        if code != 0 or not found:
+            raise KernelsError(
+                f"git bisect run did not find a first bad commit (exit status {code})"
+            )
+        _say("bisect log:\n" + git(tree.path, "bisect", "log"))
+        return found.group(1)
+    finally:
+        git(tree.path, "bisect", "reset")
+
+
+def parser() -> argparse.ArgumentParser:
+    cli = argparse.ArgumentParser(
+        prog="bisect",
+        description="Find the first bad commit of a kernel git tree for a test: every step "
+        "builds (incrementally), boots the kernel in a VM and runs the selected tests.",
+        epilog="example: scripts/bisect --tree ~/src/linux --good v6.0 --bad v6.1 -- "
+        "tests/cases/test_c01_tcp_wqueue_too_big.py",
+    )
+    sub = cli.add_subparsers(dest="command")
+    for name in ("run", "step"):
+        cmd = sub.add_parser(
+            name, help="bisect (default)" if name == "run" else "one step (git bisect run calls it)"
+        )
+        cmd.add_argument("--tree", type=Path, required=True, help="the kernel git tree")
+        if name == "run":
+            cmd.add_argument("--good", required=True, help="a revision where the tests pass")
+            cmd.add_argument("--bad", required=True, help="a revision where they fail")
+        cmd.add_argument("--crash-is-bad", action="store_true",
+                         help="a crashed or hung kernel counts as bad (default: skip)")
+        add_run_options(cmd)
+    return cli  # fmt: skip
+
+
+def _step_args(args: argparse.Namespace) -> list[str]:
+    """The options a step needs, passed through `git bisect run` unchanged."""
+    flags = ["-j", str(args.jobs), "--kernel-accel", args.kernel_accel]
+    return [*flags, *(["--crash-is-bad"] if args.crash_is_bad else []), "--", *args.pytest_args]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--demo"]:
+        from kernels.bisect import demo  # late: demo imports this module
+
+        return demo.main(argv[1:])
+    if argv[:1] not in (["run"], ["step"], ["-h"], ["--help"]):
+        argv = ["run", *argv]
+    args = parser().parse_args(argv)
+    try:
+        tree = git_tree(args.tree)
+        if args.command == "step":
+            return step(tree, args.pytest_args, args.jobs, args.kernel_accel, args.crash_is_bad)
+        tools.require_root()
+        tools.qemu(), tools.virtiofsd()
+        _check_selection(args.pytest_args)
+        first_bad = bisect(tree, args.good, args.bad, _step_args(args))
+    except KernelsError as exc:
+        print(f"bisect: error: {exc}", file=sys.stderr)
+        return ABORT if args.command == "step" else 2
+    print(f"first bad commit: {git(tree.path, 'log', '-1', '--format=%H %s', first_bad)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

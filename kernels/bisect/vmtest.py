@@ -1,0 +1,62 @@
+"""Running selected tests on a kernel we just built, through the matrix's own runner.
+
+Why the runner API and not `pytest --kernel` in a subprocess: callers (bisect, the
+re-introduced-bug check) must tell a failed test from a crashed or hung kernel, which the
+runner's `KernelRun` keeps apart and a replayed pytest exit status does not.
+"""
+
+import argparse
+import os
+
+from kernels.acquire.catalog import PathKernel
+from kernels.acquire.from_source.builder import BuiltKernel
+from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
+from kernels.paths import REPO_ROOT, cache_dir
+from kernels.progress import Status
+from kernels.vm.procs import Children, reap_leftovers
+from kernels.vm.qemu import InitramfsLauncher
+
+
+def add_run_options(cli: argparse.ArgumentParser, default_tests: str | None = None) -> None:
+    """The options every command that builds, boots and tests shares, and its test selection.
+
+    `default_tests`: what runs when the user selects nothing; None makes a selection required.
+    """
+    cli.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                     help="make -j (default: all CPUs; make runs niced)")
+    cli.add_argument("--kernel-accel", choices=("auto", "kvm", "tcg"), default="auto",
+                     help="VM acceleration (auto: KVM only if a probe guest boots)")
+    cli.add_argument("pytest_args", nargs="*" if default_tests else "+",
+                     default=[default_tests] if default_tests else None, metavar="PYTEST_ARGS",
+                     help="after --: the tests (node ids, files, -k EXPR)"
+                     + (f"; default: {default_tests}" if default_tests else ""))  # fmt: skip
+
+
+def run_tests(built: BuiltKernel, pytest_args: list[str], accel: str, status: Status) -> KernelRun:
+    """Boot `built` and run `pytest_args` in it; every VM process is stopped afterwards."""
+    spec = PathKernel(name=built.name, image=built.image, modules=built.modules)
+    children = Children()
+    reap_leftovers()
+    try:
+        return run_kernel(
+            spec,
+            RunOptions(pytest_args=pytest_args, cwd=REPO_ROOT, accel=accel),
+            cache_dir("runs", built.name),
+            InitramfsLauncher(children),
+            children,
+            status,
+        )
+    finally:
+        children.stop_all()
+
+
+def failures(run: KernelRun) -> list[str]:
+    """`nodeid: message` for each failed or crashed test, the run's problem if it had one."""
+    lines = [
+        f"{r.nodeid}: {r.outcome}: {r.message}"
+        for r in run.results
+        if r.outcome in ("fail", "crash")
+    ]
+    if run.problem is not None:
+        lines.append(f"kernel problem: {run.problem.reason}")
+    return lines

@@ -1,0 +1,218 @@
+"""`scripts/matrix`: run the suite (or a selection) on several kernels and print the matrix.
+
+    scripts/matrix [--kernels A,B] [--shard I/N] [--jobs N] [--accel auto|kvm|tcg]
+                   [--output DIR] [pytest args]
+    scripts/matrix merge|ci|export …      (kernels/cli/subcommands.py)
+
+Everything not an option of ours goes to pytest unchanged (paths, -k, -m …), in every guest.
+Exit status: 0 when every cell is as expected (pass, skip, or a declared strict xfail), 1 when
+any test failed or any kernel crashed, 2 for bad input, 130 when interrupted.
+"""
+
+import argparse
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+
+from kernels import tools
+from kernels.acquire.catalog import DEFAULT_CATALOG, KernelSpec, RunningKernel, load_catalog, select
+from kernels.cli import subcommands as commands
+from kernels.errors import KernelsError
+from kernels.matrix.expectations import load_expectations
+from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
+from kernels.matrix.shard import Piece, parse_shard, plan, slice_tests
+from kernels.paths import cache_root
+from kernels.progress import Board
+from kernels.report import kept_pcaps, record
+from kernels.report.outputs import publish
+from kernels.report.table import build, render_text
+from kernels.vm.procs import Children, reap_leftovers
+from kernels.vm.qemu import InitramfsLauncher
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scripts/matrix",
+        allow_abbrev=False,  # "--time" or "--out" belong to pytest, not to us
+        description="Run the netregress suite on several kernels (VMs) and print the matrix. "
+        "Unknown arguments are passed to pytest (paths, -k EXPR, -m MARK …).",
+    )
+    parser.add_argument("--kernels", action="append", default=[], metavar="A,B",
+                        help="kernel names from the catalog or bzImage paths (default: all "
+                        "default kernels)")  # fmt: skip
+    parser.add_argument("--jobs", "-j", type=int, default=0,
+                        help="kernels at once (default: one per CPU)")
+    parser.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto",
+                        help="VM acceleration (auto: KVM only if a probe guest boots)")
+    parser.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
+                        help="per-kernel limit; a guest still running then is a crash")
+    parser.add_argument("--output", type=Path, metavar="DIR",
+                        help="where matrix.md, matrix.json, junit-<kernel>.xml and each "
+                        "kernel's console go (default: a new folder under the cache)")
+    parser.add_argument("--catalog", type=Path, default=DEFAULT_CATALOG, metavar="FILE",
+                        help="the kernel catalog (default: kernels/matrix.toml)")
+    parser.add_argument("--expectations", type=Path, metavar="FILE",
+                        help="known failures (default: kernels/expectations.toml)")
+    parser.add_argument("--shard", metavar="I/N",
+                        help="run only slice I of N (by kernel; by test within a kernel when N "
+                        "exceeds the kernels); combine the directories with `merge`")
+    parser.add_argument("--list", action="store_true", help="list the catalog and exit")
+    return parser
+
+
+def _describe(spec: KernelSpec) -> str:
+    fields = record.describe(spec)
+    kind = fields.pop("kind")
+    return f"{spec.name:16} {kind:8} " + " ".join(f"{k}={v}" for k, v in fields.items())
+
+
+def _collect(pytest_args: list[str]) -> list[str]:
+    """The host's view of the selection: matrix rows even for a kernel that dies at once."""
+    argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    proc = subprocess.run([*argv, *pytest_args], capture_output=True, text=True)
+    if proc.returncode == 4:
+        detail = proc.stderr.strip() or proc.stdout.strip()
+        raise KernelsError(f"pytest rejected the arguments: {detail}")
+    return [line.strip() for line in proc.stdout.splitlines() if "::" in line]
+
+
+def _jobs(wanted: int, kernels: int) -> int:
+    """Two TCG guests saturate two cores; more only adds contention."""
+    if wanted > 0:
+        return min(wanted, kernels)
+    return max(1, min(kernels, os.cpu_count() or 1))
+
+
+def _say(message: str) -> None:
+    print(f"matrix: {message}", file=sys.stderr, flush=True)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _summary(run: KernelRun) -> str:
+    counts: dict[str, int] = {}
+    for result in run.results:
+        counts[result.outcome] = counts.get(result.outcome, 0) + 1
+    text = ", ".join(f"{n} {o}" for o, n in sorted(counts.items())) or "no results"
+    return f"done: {text}" + (f"; {run.problem.reason}" if run.problem else "")
+
+
+def _planned(
+    catalog: dict[str, KernelSpec], args: argparse.Namespace
+) -> tuple[dict[str, KernelSpec], tuple[int, int], list[Piece]]:
+    """Every kernel of the run by name (the whole plan), the shard (I, N) and its pieces."""
+    names = [name.strip() for item in args.kernels for name in item.split(",") if name.strip()]
+    specs = select(catalog, names)
+    if len({spec.name for spec in specs}) != len(specs):
+        raise KernelsError("a kernel is named twice in --kernels")
+    shard = parse_shard(args.shard) if args.shard else (1, 1)
+    pieces = plan([spec.name for spec in specs], shard[1])[shard[0] - 1]
+    return {spec.name: spec for spec in specs}, shard, pieces
+
+
+def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
+    catalog = load_catalog(args.catalog)
+    if args.list:
+        print("\n".join(_describe(spec) for spec in catalog.values()))
+        return 0
+    by_name, shard, pieces = _planned(catalog, args)
+    specs = [by_name[piece.kernel] for piece in pieces]
+    tools.require_root()
+    if any(not isinstance(spec, RunningKernel) for spec in specs):
+        tools.qemu(), tools.virtiofsd()
+    if args.expectations is not None:
+        load_expectations(args.expectations)  # bad file: fail now, not in every guest
+    default_out = cache_root().parent / "matrix" / time.strftime("%Y%m%d-%H%M%S")
+    out_dir = (args.output or default_out).resolve()
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    collected = _collect(pytest_args)
+    mine = {t for piece in pieces for t in slice_tests(collected, piece)}
+    rows = [nodeid for nodeid in collected if nodeid in mine]
+    jobs = _jobs(args.jobs, len(specs))
+    children = Children()
+    launcher = InitramfsLauncher(children, smp=max(1, (os.cpu_count() or 1) // jobs))
+    options = RunOptions(
+        pytest_args=[*pytest_args, kept_pcaps.PYTEST_OPTION], accel=args.accel,
+        timeout=args.timeout, expectations=args.expectations,
+    )  # fmt: skip
+    if reaped := reap_leftovers():
+        _say(f"stopped {len(reaped)} leftover VM process(es) of a dead run")
+    part = f" (shard {shard[0]}/{shard[1]})" if shard[1] > 1 else ""
+    _say(f"{len(rows)} test(s) on {len(specs)} kernel(s){part}, {jobs} at a time")
+    board = Board([spec.name for spec in specs])
+
+    def one(piece: Piece) -> KernelRun:
+        spec = by_name[piece.kernel]
+        if piece.count > 1 and not slice_tests(collected, piece):
+            board.update(spec.name, "done: no test falls in this slice", final=True)
+            return KernelRun(name=spec.name, out_dir=out_dir / spec.name)
+        status = board.status_for(spec.name)
+        run = run_kernel(spec, _sliced(options, collected, piece), out_dir / spec.name,
+                         launcher, children, status)  # fmt: skip
+        board.update(spec.name, _summary(run), final=True)
+        return run
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
+    pool = ThreadPoolExecutor(jobs)
+    try:
+        with board:
+            runs = list(pool.map(one, pieces))
+    finally:
+        children.stop_all()  # first: workers blocked on a guest return once it is gone
+        pool.shutdown(wait=True, cancel_futures=True)
+    matrix = build(runs, rows)
+    if shard[1] == 1:  # a shard cannot know what the other shards' kernels did
+        kept_pcaps.prune(matrix)
+    entries = [
+        record.Entry(piece, record.describe(by_name[piece.kernel]), record.cells_of(matrix, run))
+        for piece, run in zip(pieces, runs, strict=True)
+    ]
+    rec = record.Record(
+        run_id=uuid.uuid4().hex[:12], started=started, arch=os.uname().machine, shard=shard,
+        kernels=list(by_name), collected=collected, entries=entries,
+    )  # fmt: skip
+    written = publish(matrix, rec, out_dir)
+    print(render_text(matrix))
+    print(f"\nmatrix: wrote {', '.join(p.name for p in written)} in {out_dir}")
+    return 1 if matrix.unexpected() else 0
+
+
+def _sliced(options: RunOptions, collected: list[str], piece: Piece) -> RunOptions:
+    """The kernel's options for its slice: the other tests deselected, the arguments as given
+    (so -k, -m and paths mean in the guest what they meant in the host's collection)."""
+    if piece.count == 1:
+        return options
+    keep = set(slice_tests(collected, piece))
+    others = [f"--deselect={nodeid}" for nodeid in collected if nodeid not in keep]
+    return dataclasses.replace(options, pytest_args=[*options.pytest_args, *others])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv and argv[0] in commands.COMMANDS:
+            return commands.COMMANDS[argv[0]](argv[1:])
+        args, pytest_args = _parser().parse_known_args(argv)
+        pytest_args = [arg for arg in pytest_args if arg != "--"]
+        return run_matrix(args, pytest_args)
+    except KernelsError as exc:
+        print(f"matrix: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("matrix: interrupted; every VM was stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

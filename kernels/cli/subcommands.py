@@ -1,0 +1,105 @@
+"""`scripts/matrix merge | ci | export`: the matrix's subcommands, argument parsing and printing
+only (the work is in merge.py, ci_workflow.py and kcidb.py).
+
+    scripts/matrix merge [--output DIR] SHARD_DIR...
+    scripts/matrix ci github|gitlab [--shards N] [--catalog FILE] [--output FILE] [SELECTION...]
+    scripts/matrix export kcidb [--output FILE] DIR
+
+Exit status as for a run: 0 all as expected, 1 a failure, a crash or (merge) a missing or
+duplicate shard or cell, 2 bad input; errors are KernelsError, printed by kernels.cli.matrix.
+"""
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kernels.acquire.catalog import DEFAULT_CATALOG, load_catalog, select
+from kernels.errors import KernelsError
+from kernels.matrix.ci_workflow import ENGINES
+from kernels.paths import cache_root
+from kernels.report import kcidb, record
+from kernels.report.merge import merge
+from kernels.report.outputs import publish
+from kernels.report.table import render_text
+
+DEFAULT_SELECTION = ["tests/cases"]
+
+
+def _merge(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/matrix merge",
+        description="Combine shard directories (scripts/matrix --shard I/N --output DIR) into "
+        "the matrix one machine would have written.",
+    )
+    parser.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    parser.add_argument("--output", type=Path, metavar="DIR",
+                        help="where the merged matrix goes (default: a new folder under the "
+                        "cache)")  # fmt: skip
+    args = parser.parse_args(argv)
+    merged = merge(args.dirs)
+    default = cache_root().parent / "matrix" / time.strftime("%Y%m%d-%H%M%S-merged")
+    out_dir = (args.output or default).resolve()
+    written = publish(merged.matrix, merged.record, out_dir)
+    if merged.findings:
+        with (out_dir / "matrix.md").open("a") as markdown:
+            markdown.write("\n## Merge findings\n\n")
+            markdown.writelines(f"- {finding}\n" for finding in merged.findings)
+    print(render_text(merged.matrix))
+    for finding in merged.findings:
+        print(f"matrix merge: {finding}", file=sys.stderr)
+    print(f"\nmatrix: wrote {', '.join(p.name for p in written)} in {out_dir}")
+    return 1 if merged.findings or merged.matrix.unexpected() else 0
+
+
+def _ci(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/matrix ci",
+        description="Write a CI workflow that runs the matrix as one job per shard and merges "
+        "them. Arguments after the options are the pytest selection (default: tests/cases).",
+    )
+    parser.add_argument("engine", choices=sorted(ENGINES))
+    parser.add_argument("--shards", type=int, default=0, metavar="N",
+                        help="jobs (default: one per default kernel of the catalog)")
+    parser.add_argument("--catalog", type=Path, default=DEFAULT_CATALOG, metavar="FILE")
+    parser.add_argument("--output", type=Path, metavar="FILE",
+                        help="write here instead of standard output")  # fmt: skip
+    args, selection = parser.parse_known_args(argv)
+    kernels = [spec.name for spec in select(load_catalog(args.catalog), None)]
+    if not kernels:
+        raise KernelsError(f"{args.catalog}: no default kernel to put in a workflow")
+    if args.shards < 0:
+        raise KernelsError("--shards must be a positive number")
+    selection = [arg for arg in selection if arg != "--"] or DEFAULT_SELECTION
+    text = ENGINES[args.engine](kernels, args.shards or len(kernels), selection)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text)
+    return 0
+
+
+def _export(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/matrix export",
+        description="Export a matrix result directory (a run or a merge) for other systems.",
+    )
+    parser.add_argument("format", choices=["kcidb"])
+    parser.add_argument("dir", type=Path, metavar="DIR")
+    parser.add_argument("--output", type=Path, metavar="FILE",
+                        help="default: DIR/kcidb.json")  # fmt: skip
+    args = parser.parse_args(argv)
+    data = kcidb.export(record.read(args.dir))
+    out = args.output or args.dir / "kcidb.json"
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    counts = ", ".join(f"{len(data.get(key, []))} {key}" for key in ("checkouts", "builds",
+                       "tests", "issues", "incidents"))  # fmt: skip
+    print(f"matrix: wrote {out} (KCIDB {data['version']['major']}.{data['version']['minor']}: "
+          f"{counts})")  # fmt: skip
+    return 0
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"merge": _merge, "ci": _ci, "export": _export}

@@ -1,0 +1,3 @@
+"""Running the suite on one kernel and planning a run over many: the runner, what a guest streams
+back, shards, expectations, CI workflows.
+"""

@@ -1,0 +1,99 @@
+"""KTAP version 1 output, so kselftest runners, LAVA and KernelCI read netregress as they read
+a kselftest (the format: docs/ktap.md).
+
+Two producers share one renderer: `pytest --ktap-file PATH` (any run, on the host or in a
+guest, and the host side of `pytest --kernel`, whose replayed reports look local) and the
+matrix, which writes `ktap-<kernel>.tap` from its cells — that one survives a guest that died
+mid-run, because the cells already hold the crash.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from kernels.matrix.results import TestResult, from_collect_error, from_reports
+from kernels.report.table import Matrix
+
+VERSION_LINE = "KTAP version 1"
+_DETAIL_LINES = 20
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _description(nodeid: str) -> str:
+    """A test name as KTAP allows it: '#' would start the directive, so it is replaced."""
+    return _one_line(nodeid).replace("#", "%23")
+
+
+def _result_lines(number: int, result: TestResult) -> list[str]:
+    """One result line, preceded by diagnostic lines for a failure (its last lines)."""
+    name = _description(result.nodeid)
+    why = _one_line(result.message)
+    match result.outcome:
+        case "pass":
+            return [f"ok {number} {name}"]
+        case "skip":
+            why = why.removeprefix("Skipped: ")  # pytest's prefix, redundant after SKIP
+            return [f"ok {number} {name} # SKIP {why}".rstrip()]
+        case "xfail":
+            return [f"ok {number} {name} # XFAIL {why}".rstrip()]
+        case "crash":
+            return [f"not ok {number} {name} # ERROR {why}".rstrip()]
+        case _:
+            detail = (result.details or result.message).splitlines()[-_DETAIL_LINES:]
+            return [f"# {line}".rstrip() for line in detail] + [f"not ok {number} {name}"]
+
+
+def render(results: list[TestResult], title: str) -> str:
+    """A flat KTAP document: version, plan, one line per test, kselftest-style totals."""
+    lines = [VERSION_LINE, f"1..{len(results)}", f"# {_one_line(title)}"]
+    for number, result in enumerate(results, start=1):
+        lines += _result_lines(number, result)
+    count = {o: sum(r.outcome == o for r in results) for o in ("pass", "fail", "xfail", "skip")}
+    errors = sum(r.outcome == "crash" for r in results)
+    lines.append(
+        f"# Totals: pass:{count['pass']} fail:{count['fail']} xfail:{count['xfail']} xpass:0 "
+        f"skip:{count['skip']} error:{errors}"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def write_matrix(matrix: Matrix, out_dir: Path) -> list[Path]:
+    """`ktap-<kernel>.tap` per kernel column, rows in matrix order (the console row last)."""
+    written = []
+    for run in matrix.runs:
+        kernel = run.kernel
+        build = f" {kernel.release} ({kernel.version})" if kernel else ""
+        cells = [c for nodeid in matrix.rows if (c := matrix.cell(nodeid, run.name))]
+        path = out_dir / f"ktap-{run.name}.tap"
+        path.write_text(render(cells, f"netregress on {run.name}{build}"))
+        written.append(path)
+    return written
+
+
+class KtapWriter:
+    """pytest plugin object behind `--ktap-file`: gathers each test's phase reports and writes
+    the file when the session ends (registered on the controller only, never on an xdist
+    worker, so one file is written once)."""
+
+    def __init__(self, path: Path, title: str) -> None:
+        self.path = path
+        self.title = title
+        self._reports: dict[str, list[pytest.TestReport]] = {}
+        self._broken: list[TestResult] = []
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A module that fails to import is a failed test for a kselftest reader, not silence."""
+        if report.failed:
+            self._broken.append(from_collect_error(report))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._reports.setdefault(report.nodeid, []).append(report)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        results = [from_reports(nodeid, reports) for nodeid, reports in self._reports.items()]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(render([*self._broken, *results], self.title))

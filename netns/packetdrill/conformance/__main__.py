@@ -1,7 +1,0 @@
-"""``python -m netns.packetdrill.conformance``: see :mod:`.cli`."""
-
-import sys
-
-from .cli import main
-
-sys.exit(main())

@@ -1,0 +1,7 @@
+"""``python -m packetdrill``: see :mod:`packetdrill.cli`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,7 @@
+"""``python -m packetdrill.conformance``: see :mod:`.cli`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,44 @@
+"""Error types of the engine.
+
+Every failure a user can cause (bad script, bad option, kernel misbehaviour) is one of these
+exceptions, carrying the exact packetdrill-style text. The CLI and the pytest plugin print the
+text and never a traceback, so tools that parse packetdrill output keep working.
+"""
+
+
+class PacketdrillError(Exception):
+    """A failure whose ``str()`` is the complete diagnostic, ready for stderr."""
+
+    def __init__(self, text: str, line: int | None = None) -> None:
+        super().__init__(text)
+        self.text = text
+        self.line = line
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class ScriptError(PacketdrillError):
+    """A parse or semantic error, reported before anything runs (``file:line: message``)."""
+
+
+class ConfigError(PacketdrillError):
+    """A bad option value, from the command line or the script's option lines."""
+
+
+class UsageError(PacketdrillError):
+    """A command-line usage problem: the usage text follows the message."""
+
+
+class RuntimeFailure(PacketdrillError):
+    """A failure while the script runs (packet mismatch, syscall error, timing error...).
+
+    ``expected``/``actual`` hold the ``script packet:``/``actual packet:`` dump lines when the
+    failure was found while verifying a sniffed packet, so reports can show both.
+    """
+
+    def __init__(self, text: str, line: int | None = None, expected: str = "",
+                 actual: str = "") -> None:
+        super().__init__(text, line)
+        self.expected = expected
+        self.actual = actual

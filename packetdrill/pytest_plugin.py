@@ -1,0 +1,276 @@
+"""pytest integration: every ``*.pkt`` under the test tree becomes one test per IP variant.
+
+Each run happens in a child process (its own network namespace), so items are independent
+and safe under ``pytest -n``. Scripts are linted at collection time: a malformed script is one
+failing item with its ``file:line: message``, never a collection traceback.
+
+Negative scripts carry ``// netregress: expect-fail: <regex>`` in a comment; the item then
+passes only if the run fails with a message matching the regex (upstream ignores comments).
+
+Timing: the session has one late-side slack (calibrated, or forced with ``--tolerance-scale``);
+every item records its :class:`~.tolerance.TimingRecord` as the ``packetdrill_timing`` user
+property (JSON, so JUnit files and the kernel matrix carry it), a pass that needed the slack is
+reported as ``PASSED~`` and listed in the terminal summary, and a run too late to judge is an
+xfail saying timing is not checkable on this machine (docs/timing-tolerance.md).
+"""
+
+import re
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .backend import Backend, choose_backend, run_isolated
+from .calibrate import Calibration, measure
+from .errors import PacketdrillError, UsageError
+from .loader import load_script, read_script
+from .result import RunResult
+from .tolerance import (
+    LATE_BOUND_USECS,
+    TIMING_PROPERTY,
+    TimingRecord,
+    Tolerance,
+    judge_run,
+    slack_for_scale,
+    verdict_of_lateness,
+)
+from .variants import COMMON_OPTIONS, EXPECT_FAIL, SKIP_IF_HAS, variant_options, variants_for
+
+_BACKEND_KEY = pytest.StashKey[Backend]()
+_POLICY_KEY = pytest.StashKey[tuple[Tolerance, str]]()
+_CALIBRATION_KEY = pytest.StashKey[Calibration]()
+_CALIBRATION = "netregress_packetdrill_calibration"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("packetdrill")
+    group.addoption("--packetdrill", default=None, metavar="builtin|auto|PATH",
+                    help="engine for .pkt scripts: the builtin one (default), 'auto' (an "
+                         "upstream packetdrill on PATH if any) or an upstream binary's path")
+    group.addoption("--tolerance-scale", type=float, default=None, metavar="F",
+                    help="force late-side timing slack of (F-1) x 4 ms for packetdrill scripts "
+                         "(the early side always keeps the script's base tolerance; default: "
+                         "slack calibrated once per session)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        config.stash[_BACKEND_KEY] = choose_backend(config.getoption("--packetdrill"))
+    except UsageError as err:
+        raise pytest.UsageError(err.text) from None
+    given = config.getoption("--tolerance-scale")
+    if given is not None:
+        if given < 1:
+            raise pytest.UsageError("--tolerance-scale must be at least 1 (it adds late slack)")
+        config.stash[_POLICY_KEY] = (Tolerance().with_slack(slack_for_scale(given),
+                                                            "command line"),
+                                     f"--tolerance-scale={given:g}")
+    else:
+        worker_input = getattr(config, "workerinput", {})
+        if _CALIBRATION in worker_input:
+            calibration = Calibration(**worker_input[_CALIBRATION])
+        else:
+            calibration = measure()
+        config.stash[_POLICY_KEY] = (Tolerance().with_slack(calibration.late_slack_usecs,
+                                                            "calibrated"),
+                                     calibration.describe())
+        config.stash[_CALIBRATION_KEY] = calibration
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: every worker uses the controller's one measurement of this session."""
+    calibration = node.config.stash.get(_CALIBRATION_KEY, None)
+    if calibration is not None:
+        node.workerinput[_CALIBRATION] = asdict(calibration)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    backend = config.stash[_BACKEND_KEY]
+    name = backend.name if backend.name == "builtin" else f"upstream {backend.binary}"
+    if config.getoption("kernel", default=None):
+        return [f"packetdrill: {name} engine; timing calibrated inside the VM guest"]
+    policy, why = config.stash[_POLICY_KEY]
+    slack = policy.late_slack_usecs
+    return [f"packetdrill: {name} engine; late-side timing slack +{slack / 1000:.1f} ms ({why});"
+            f" bound +{LATE_BOUND_USECS / 1000:.0f} ms"]
+
+
+def timing_of(report: pytest.TestReport) -> TimingRecord | None:
+    """The timing record a ``.pkt`` item attached to its report, if any."""
+    for name, value in report.user_properties:
+        if name == TIMING_PROPERTY:
+            return TimingRecord.from_json(str(value))
+    return None
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
+                             ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+    """A pass that needed the late slack: ``~`` / ``PASSED~`` instead of ``.`` / ``PASSED``."""
+    if report.when != "call" or not report.passed:
+        return None
+    record = timing_of(report)
+    if record is None or record.verdict != "widened":
+        return None
+    return "passed", "~", (f"PASSED~ ({record.summary()})", {"yellow": True})
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Passes that relied on the late slack, each with how late it was."""
+    widened = [(rep.nodeid, record) for rep in terminalreporter.stats.get("passed", [])
+               if isinstance(rep, pytest.TestReport) and rep.when == "call"
+               and (record := timing_of(rep)) is not None and record.verdict == "widened"]
+    if not widened:
+        return
+    terminalreporter.section("packetdrill timing")
+    for nodeid, record in sorted(widened, key=lambda pair: pair[0]):
+        terminalreporter.write_line(f"PASSED~ {nodeid}: passed ({record.summary()}; "
+                                    f"{record.tolerance.describe()})")
+    terminalreporter.write_line(f"{len(widened)} passed only with late-side slack "
+                                "(PASSED~; docs/timing-tolerance.md)")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
+    if file_path.suffix == ".pkt":
+        return PktFile.from_parent(parent, path=file_path)
+    return None
+
+
+def run_for_test(config: pytest.Config, path: Path, variant: str) -> RunResult:
+    """Run *path* as this session runs every script: chosen backend, variant arguments,
+    the session's late slack, and a pcap in the current test's artifact folder (kept on
+    failure).
+
+    Also what Python cases use when they wrap a script to assert more than it can; a run that
+    passed only with lateness beyond the bound ends the test as an xfail, never a pass."""
+    result, tolerance = run_with_tolerance(config, path, variant)
+    if result.passed and verdict_of_lateness(result.late_usecs) == "not-checkable":
+        pytest.xfail(TimingRecord("not-checkable", result.late_usecs, tolerance).summary())
+    return result
+
+
+def run_with_tolerance(config: pytest.Config, path: Path, variant: str
+                       ) -> tuple[RunResult, Tolerance]:
+    """:func:`run_for_test`, plus the tolerance the run had: the script's base with the
+    session's slack."""
+    options = variant_options(variant) + COMMON_OPTIONS
+    try:
+        from netns import artifacts
+        options.append(("pcap", str(artifacts.new_path(f"{path.stem}-{variant}", ".pcap"))))
+    except ImportError:
+        pass
+    result = run_isolated(config.stash[_BACKEND_KEY], str(path), options,
+                          config.stash[_POLICY_KEY][0])
+    return result, result.tolerance
+
+
+class PktFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        try:
+            text = read_script(str(self.path))
+        except PacketdrillError as err:
+            yield PktLintError.from_parent(self, name="lint", message=err.text)
+            return
+        expect = EXPECT_FAIL.search(text)
+        variants = variants_for(self.path, text)
+        if expect is None:
+            for variant in variants:
+                try:
+                    load_script(str(self.path), variant_options(variant) + [("dry_run", None)],
+                                text)
+                except PacketdrillError as err:
+                    yield PktLintError.from_parent(self, name="lint", message=err.text)
+                    return
+        skip_if = SKIP_IF_HAS.search(text)
+        for variant in variants:
+            yield PktItem.from_parent(self, name=variant, variant=variant,
+                                      expect_fail=expect.group(1) if expect else None,
+                                      skip_if_has=skip_if.group(1).split() if skip_if else [])
+
+
+class PktLintError(pytest.Item):
+    """A script that does not parse: one failing item carrying the parser's message."""
+
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.message = message
+
+    def runtest(self) -> None:
+        raise PktFailure(self.message)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        return str(excinfo.value)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.path.name}: lint"
+
+
+class PktFailure(Exception):
+    """A script run that did not end as the script (or its expect-fail header) says."""
+
+
+class PktItem(pytest.Item):
+    def __init__(self, *, variant: str, expect_fail: str | None, skip_if_has: list[str],
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.variant = variant
+        self.expect_fail = expect_fail
+        self.skip_if_has = skip_if_has
+
+    def runtest(self) -> None:
+        if self.skip_if_has:
+            from netns import features  # the library's cached kernel probes
+            present = [name for name in self.skip_if_has if features.has(name)]
+            if present:
+                pytest.skip(f"{self.path.name} expects a kernel without {', '.join(present)}")
+        result, tolerance = run_with_tolerance(self.config, self.path, self.variant)
+        if self.expect_fail is not None:
+            record = TimingRecord(verdict_of_lateness(result.late_usecs), result.late_usecs,
+                                  tolerance)
+        else:
+            record = judge_run(result, tolerance)
+        self.user_properties.append((TIMING_PROPERTY, record.to_json()))
+        if record.verdict == "not-checkable":
+            pytest.xfail(record.summary())
+        if self.expect_fail is not None:
+            self.check_expected_failure(result)
+        elif not result.passed:
+            raise PktFailure(self.describe(result))
+
+    def check_expected_failure(self, result: RunResult) -> None:
+        assert self.expect_fail is not None
+        if result.passed:
+            raise PktFailure(f"expected a failure matching /{self.expect_fail}/, but the script "
+                             f"passed")
+        if not re.search(self.expect_fail, result.message):
+            raise PktFailure(f"expected a failure matching /{self.expect_fail}/, got:\n"
+                             f"{self.describe(result)}")
+        if result.pcap:
+            Path(result.pcap).unlink(missing_ok=True)
+
+    @staticmethod
+    def describe(result: RunResult) -> str:
+        parts = [result.message or f"exit status {result.exit_status}"]
+        if result.line is not None:
+            parts.append(f"script line: {result.line}")
+        if result.expected:
+            parts.append(f"expected: {result.expected}")
+        if result.actual:
+            parts.append(f"actual:   {result.actual}")
+        if result.pcap and Path(result.pcap).exists():
+            parts.append(f"pcap: {result.pcap}")
+        if result.stdout.strip():
+            parts.append(f"--- engine stdout ---\n{result.stdout.rstrip()}")
+        return "\n".join(parts)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, PktFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.path.name}[{self.variant}]"

@@ -1,0 +1,41 @@
+"""The structured outcome of one script run, identical for both backends.
+
+The pytest plugin and other reports read this instead of parsing text, so the builtin engine
+and the upstream-binary adapter must fill it the same way.
+"""
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from .tolerance import Tolerance
+
+
+@dataclass
+class RunResult:
+    script: str
+    passed: bool
+    message: str = ""          # the full diagnostic (first line is ``file:line: ...``)
+    line: int | None = None    # script line of the failure, when there is one
+    expected: str = ""         # ``script packet:`` dump
+    actual: str = ""           # ``actual packet:`` dump
+    pcap: str = ""             # pcap of the run (builtin engine only)
+    stdout: str = ""
+    stderr: str = ""
+    backend: str = "builtin"
+    exit_status: int = 0
+    duration: float = 0.0
+    late_usecs: int = 0        # worst lateness beyond the base tolerance of accepted events
+    timing_error: str = ""     # "early" / "late" when the run failed on a timing check
+    late_error_usecs: int = 0  # how late beyond the base the event failing "late" was
+    # The tolerance the run was judged by (script and command line, plus the runner's slack);
+    # the default when the script never parsed.
+    tolerance: Tolerance = field(default_factory=Tolerance)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunResult":
+        data = json.loads(text)
+        data["tolerance"] = Tolerance(**data["tolerance"])
+        return cls(**data)

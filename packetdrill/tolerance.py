@@ -1,0 +1,207 @@
+"""The one timing-tolerance policy of a script run, shared by every backend and every report.
+
+packetdrill checks each event's time against the script with a symmetric *base* tolerance:
+``max(tolerance_usecs, tolerance_percent % of the gap since the previous event)``. That rule
+is the upstream binary's and stays exactly as it is, on both sides.
+
+A slow machine (an emulated guest, a loaded host) can only make events *late*: the engine wakes
+up late to inject a packet, the kernel runs its code slowly. So the only widening we allow is
+*late slack*: extra time after the latest acceptable instant, sized from a measurement of the
+machine (:mod:`.calibrate`) or forced on the command line. It never scales the script's own
+ranges and never moves the early edge: a retransmission that fires too soon fails on every
+machine. Each run reports the worst lateness it saw beyond the base tolerance, so a pass that
+needed the slack is shown as such, and lateness beyond :data:`LATE_BOUND_USECS` is reported as
+"timing not checkable on this machine" instead of a pass (docs/timing-tolerance.md).
+"""
+
+import json
+import re
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:     # the result carries its Tolerance, so it imports this module
+    from .result import RunResult
+
+DEFAULT_USECS = 4000         # upstream's --tolerance_usecs default
+DEFAULT_PERCENT = 12.5       # upstream's --tolerance_percent default
+# The most lateness beyond the base tolerance a run may need and still count as a pass. The
+# shortest kernel timer a script tells apart from "at once" is the 40 ms minimum delayed-ACK
+# timer (TCP_DELACK_MIN); base 4 ms + 30 ms stays below it, so an ACK that waited for that timer
+# still fails wherever the run is called a pass.
+LATE_BOUND_USECS = 30_000
+# What one step of the command line's --tolerance-scale adds on the late side: the widening
+# the old symmetric scale gave the default base tolerance.
+SCALE_STEP_USECS = DEFAULT_USECS
+
+EARLY, LATE = "early", "late"
+TIMING_PROPERTY = "packetdrill_timing"   # the user property a .pkt item records its record as
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Base rule (``usecs``, ``percent``) plus ``late_slack_usecs``, and where each came from:
+    ``base_from`` is default / script / command line, ``slack_from`` none / calibrated /
+    command line."""
+
+    usecs: int = DEFAULT_USECS
+    percent: float = DEFAULT_PERCENT
+    late_slack_usecs: int = 0
+    base_from: str = "default"
+    slack_from: str = "none"
+
+    def base(self, gap_usecs: int) -> int:
+        """The symmetric base tolerance for an event ``gap_usecs`` after the previous one."""
+        return max(self.usecs, int(self.percent / 100.0 * gap_usecs))
+
+    def window(self, start: int, end: int, gap_usecs: int) -> tuple[int, int]:
+        """The first and last instants at which an event due in ``start``..``end`` is on time:
+        the base tolerance on the early side, base plus late slack on the late side."""
+        base = self.base(gap_usecs)
+        return start - base, end + base + self.late_slack_usecs
+
+    def judge(self, start: int, end: int, actual: int, gap_usecs: int) -> tuple[str, int]:
+        """(``early`` | ``late`` | ``""``, lateness beyond the base tolerance) of an event due
+        in ``start``..``end`` that happened at ``actual`` (all script usecs)."""
+        first, last = self.window(start, end, gap_usecs)
+        if actual < first:
+            return EARLY, 0
+        late_by = max(0, actual - (last - self.late_slack_usecs))
+        return (LATE if actual > last else ""), late_by
+
+    def receive_timeout(self, gap_usecs: int) -> float:
+        """Seconds to wait for an outbound packet due ``gap_usecs`` after the previous event:
+        upstream's (the gap plus 2 s, in whole seconds) plus the late slack, so that a packet
+        the slack would still accept is never reported missing first."""
+        return int(gap_usecs / 1e6 + 2) + self.late_slack_usecs / 1e6
+
+    def words(self, gap_usecs: int) -> str:
+        """Upstream's ``tolerance T sec`` for a timing error, plus the late slack if any."""
+        slack = self.late_slack_usecs
+        return f"tolerance {self.base(gap_usecs) / 1e6:.6f} sec" + (
+            f" (+{slack / 1e6:.6f} sec late slack)" if slack else "")
+
+    def with_slack(self, usecs: int, source: str) -> "Tolerance":
+        return replace(self, late_slack_usecs=usecs, slack_from=source)
+
+    def with_slack_of(self, policy: "Tolerance") -> "Tolerance":
+        """This base rule with ``policy``'s late slack and its source (a runner's session
+        policy meets a script's own base tolerance)."""
+        return self.with_slack(policy.late_slack_usecs, policy.slack_from)
+
+    def slack_options(self) -> list[tuple[str, str | None]]:
+        """The late slack as our engine's command-line option (the only way it crosses into
+        an engine process; the base travels in the script and its own options)."""
+        slack = self.late_slack_usecs
+        return [("tolerance_late_usecs", str(slack))] if slack else []
+
+    def describe(self) -> str:
+        slack = (f"late slack +{self.late_slack_usecs / 1000:.1f} ms ({self.slack_from})"
+                 if self.late_slack_usecs else "no late slack")
+        return (f"base {self.usecs} us / {self.percent:g}% ({self.base_from}), {slack}, "
+                f"bound +{LATE_BOUND_USECS / 1000:.0f} ms")
+
+
+def slack_for_scale(scale: float) -> int:
+    """Late slack of ``--tolerance-scale=F``: (F - 1) steps of the default base tolerance."""
+    return max(0, round((scale - 1.0) * SCALE_STEP_USECS))
+
+
+# Upstream's timing errors: a range ("+a~+b sec but happened at +c sec", relative or absolute)
+# or a point ("at a sec but happened at c sec; tolerance t sec").
+_RANGE = re.compile(r"timing error: expected .*? time range \+?(?P<a>[-\d.]+)~\+?(?P<b>[-\d.]+) "
+                    r"sec but happened at \+?(?P<c>[-\d.]+) sec")
+_POINT = re.compile(r"timing error: expected .*? at (?P<a>[-\d.]+) sec but happened at "
+                    r"(?P<c>[-\d.]+) sec; tolerance (?P<t>[-\d.]+) sec")
+
+
+def classify_message(message: str, tolerance: Tolerance) -> tuple[str, int]:
+    """(``early`` | ``late`` | ``""``, lateness) of a timing error in upstream's words.
+
+    The range form does not print the tolerance; the base ``usecs`` is its lower bound, so the
+    lateness derived from it is an upper bound (never an excuse for more than was late)."""
+    point = _POINT.search(message)
+    if point:
+        a, c, t = (round(float(point[k]) * 1e6) for k in ("a", "c", "t"))
+        return (EARLY, 0) if c < a else (LATE, max(0, c - a - t))
+    found = _RANGE.search(message)
+    if found:
+        a, b, c = (round(float(found[k]) * 1e6) for k in ("a", "b", "c"))
+        return (EARLY, 0) if c < a else (LATE, max(0, c - b - tolerance.usecs))
+    return "", 0
+
+
+@dataclass(frozen=True)
+class TimingRecord:
+    """What one ``.pkt`` item reports about timing: the verdict, its numbers and the policy.
+
+    ``verdict``: ``clean`` (within the base tolerance), ``widened`` (passed only thanks to the
+    late slack), ``not-checkable`` (the machine is too slow to judge timing) or ``failed``."""
+
+    verdict: str
+    late_usecs: int
+    tolerance: Tolerance
+    bound_usecs: int = LATE_BOUND_USECS
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TimingRecord":
+        data = json.loads(text)
+        return cls(data["verdict"], data["late_usecs"], Tolerance(**data["tolerance"]),
+                   data["bound_usecs"])
+
+    def summary(self) -> str:
+        """The human words for the verdict, e.g. ``needed widening: +12.3 ms late``."""
+        late = f"+{self.late_usecs / 1000:.1f} ms late"
+        if self.verdict == "widened":
+            return f"needed widening: {late}"
+        if self.verdict == "not-checkable":
+            return (f"timing not checkable on this machine: {late} beyond the base tolerance"
+                    f" ({self.tolerance.describe()})")
+        return ""
+
+
+def verdict_of_lateness(late_usecs: int) -> str:
+    """``clean``, ``widened`` (up to the bound) or ``not-checkable`` for a run whose accepted
+    events were ``late_usecs`` late at worst."""
+    return ("clean" if late_usecs == 0 else "widened" if late_usecs <= LATE_BOUND_USECS
+            else "not-checkable")
+
+
+# The events the engine itself performs at their script time (upstream's words for them): when
+# one of these is late, the engine woke up late - this machine stalled (a loaded host, a
+# throttled VM) - and the kernel under test never saw the script's stimulus on time.
+_ENGINE_EVENT = re.compile(r"timing error: expected (inbound packet|system call start|command|"
+                           r"data collection for code) ")
+
+
+def late_by_the_engine(result: "RunResult") -> bool:
+    """True when the run stopped because the engine, not the kernel, acted late."""
+    return result.timing_error == LATE and bool(_ENGINE_EVENT.search(result.message))
+
+
+def judge_run(result: "RunResult", tolerance: Tolerance) -> TimingRecord:
+    """The policy applied to one run of a script that should pass.
+
+    - passed within the base tolerance: ``clean``; passed using slack up to the bound:
+      ``widened``; needing more than the bound: ``not-checkable`` (never a pass).
+    - failed late while the slack exceeds the bound, or (upstream binary, which cannot be
+      given late-only slack) failed late by no more than the slack: ``not-checkable``.
+    - failed because the engine injected a packet or started a call late: ``not-checkable``,
+      at any slack - the lateness is this machine's, the rest of the script was never checked,
+      and the kernel did nothing wrong (found by ``scripts/soak`` under two busy loops: a
+      15.5 ms late injection, after the session had calibrated no slack).
+    - any other failure (early, non-timing, later than the measured slack): ``failed``.
+    """
+    late, slack = result.late_usecs, tolerance.late_slack_usecs
+    if result.passed:
+        verdict = verdict_of_lateness(late)
+    elif late_by_the_engine(result) or (
+            result.timing_error == LATE and slack and (slack > LATE_BOUND_USECS or
+                                                       result.late_error_usecs <= slack)):
+        verdict = "not-checkable"
+        late = max(late, result.late_error_usecs)
+    else:
+        verdict = "failed"
+    return TimingRecord(verdict, late, tolerance)
