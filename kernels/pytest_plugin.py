@@ -1,13 +1,14 @@
 """pytest integration of the kernel matrix, both sides of the VM boundary.
 
 Host side, `pytest --kernel NAME|PATH`: collect as usual, then instead of running the items
-here, boot that kernel once, run the same node ids inside, and replay the guest's JUnit results
-as ordinary reports (so -v, -rA, --junitxml and the exit status work unchanged).
+here, boot that kernel once, run the same node ids inside, and replay the guest's own pytest
+reports (kernels/matrix/reportlog.py) here, so -v, -rA, --junitxml, the tracebacks and the
+exit status are those of a local run.
 
 Guest side (any run with NETREGRESS_KERNEL set, i.e. started by the matrix or by --kernel):
-apply `expectations.toml` as strict xfail for this kernel, and record each test's exact node id
-in the JUnit XML so the host can map results back. A plain host run does both too, for the
-running kernel.
+apply `expectations.toml` as strict xfail for this kernel, and note each test's start in the
+progress log (NETREGRESS_PROGRESS) so a crash is pinned on it. A plain host run applies the
+expectations too, for the running kernel.
 """
 
 import os
@@ -16,18 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from _pytest.reports import TestReport
 
 from kernels import tools
 from kernels.acquire.catalog import KernelSpec, load_catalog, lookup
 from kernels.acquire.fetch import fetch
 from kernels.acquire.kernel import BootableKernel, version_tuple
 from kernels.errors import KernelsError
-from kernels.matrix import progress_log
+from kernels.matrix import reportlog
 from kernels.matrix.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
 from kernels.matrix.replay import replay
 from kernels.matrix.runner import RunOptions, run_kernel
-from kernels.report.junit import NODEID_PROPERTY
 from kernels.report.ktap import KtapWriter
 from kernels.vm.procs import Children, reap_leftovers, run_dir
 from kernels.vm.qemu import InitramfsLauncher
@@ -41,8 +40,6 @@ class _HostState:
 
 
 _STATE = pytest.StashKey[_HostState]()
-# Guest side: phase reports of the tests in progress (xdist-free, so one dict suffices).
-_PENDING: dict[str, list[TestReport]] = {}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -120,8 +117,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Known kernel differences as strict xfail, for the kernel the tests will run on: a
     guest's (NETREGRESS_KERNEL), or this host's own ("running") in a plain run, so an old
-    host shows the same expected failures as its matrix column. And node ids into JUnit
-    (the matrix and scripts/soak read them back)."""
+    host shows the same expected failures as its matrix column."""
     if _STATE in config.stash:
         return  # --kernel: the guest applies them
     guest = os.environ.get("NETREGRESS_KERNEL")
@@ -132,7 +128,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     except KernelsError as exc:
         raise pytest.UsageError(str(exc)) from None
     for item in items:
-        item.user_properties.append((NODEID_PROPERTY, item.nodeid))
         entry = expected_failure(expectations, item.nodeid, guest or "running", version)
         if entry is not None:
             item.add_marker(pytest.mark.xfail(reason=entry.why, strict=True))
@@ -149,7 +144,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     if session.config.option.collectonly or not session.items:
         return True
     options = RunOptions(
-        pytest_args=[item.nodeid for item in session.items],
+        pytest_args=[*_rendering(session.config), *(item.nodeid for item in session.items)],
         cwd=session.config.rootpath,
         accel=session.config.getoption("--kernel-accel"),
         timeout=session.config.getoption("--kernel-timeout"),
@@ -173,26 +168,19 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     return True
 
 
-def _progress_path() -> Path | None:
-    path = os.environ.get("NETREGRESS_PROGRESS")
-    return Path(path) if path else None
+def _rendering(config: pytest.Config) -> list[str]:
+    """The host's traceback style, locals and verbosity, for the guest: its pytest renders the
+    failures the host then shows (a report travels rendered, not as a live exception)."""
+    args = [f"--tb={config.option.tbstyle}"]
+    if config.option.showlocals:
+        args.append("--showlocals")
+    if (verbose := config.get_verbosity()) > 0:
+        args.append("-" + "v" * verbose)
+    return args
 
 
 def pytest_runtest_logstart(nodeid: str) -> None:
     """Guest side: note the start, so a crash during this test is pinned on it."""
-    path = _progress_path()
-    if path is not None:
-        progress_log.append(path, nodeid, progress_log.STARTED)
-
-
-def pytest_runtest_logreport(report: TestReport) -> None:
-    if _progress_path() is not None:
-        _PENDING.setdefault(report.nodeid, []).append(report)
-
-
-def pytest_runtest_logfinish(nodeid: str) -> None:
-    """Guest side: the test's final outcome, flushed before the next test can crash the kernel."""
-    path = _progress_path()
-    if path is not None:
-        outcome, message, details = progress_log.outcome_of(_PENDING.pop(nodeid, []))
-        progress_log.append(path, nodeid, outcome, message, details)
+    path = os.environ.get("NETREGRESS_PROGRESS")
+    if path:
+        reportlog.mark_started(Path(path), nodeid)

@@ -36,6 +36,7 @@ from .tolerance import (
     TimingRecord,
     Tolerance,
     judge_run,
+    late_by_the_engine,
     slack_for_scale,
     verdict_of_lateness,
 )

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernels.errors import KernelsError
+from kernels.matrix import reportlog
 from kernels.matrix.results import UNEXPECTED, Outcome
 from kernels.paths import cache_root
-from kernels.report.junit import read_junit
 from netregress.errors import run_cli
 
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "xfail", "skip", "crash")
@@ -88,14 +88,15 @@ def _load() -> tuple[float, float, float]:
 
 
 def _host_run(out: Path, workers: int, selection: list[str]) -> tuple[int, list[tuple[str, str]]]:
-    junit = out / "junit.xml"
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-            f"--junitxml={junit}", *(["-n", str(workers)] if workers > 0 else []), *selection]
+            *reportlog.pytest_args(str(out)), *(["-n", str(workers)] if workers > 0 else []),
+            *selection]  # fmt: skip
     with (out / "pytest.log").open("wb") as log:
         status = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
-    if not junit.exists():
-        raise KernelsError(f"pytest wrote no results (exit {status}): see {out / 'pytest.log'}")
-    return status, [(r.nodeid, r.outcome) for r in read_junit(junit)]
+    results = reportlog.read(out)
+    if not results.complete:
+        raise KernelsError(f"pytest did not finish (exit {status}): see {out / 'pytest.log'}")
+    return status, [(r.nodeid, r.outcome) for r in results.results()]
 
 
 def _matrix_run(out: Path, kernels: str | None, selection: list[str]

@@ -1,78 +1,70 @@
-"""Replaying a guest run as ordinary pytest reports on the host (`pytest --kernel`).
+"""Replaying a guest run on the host (`pytest --kernel`): the guest's own reports, here.
 
-Why replay instead of a summary line: -v, -rA, --junitxml, the terminal summary and the exit
-status then work exactly as for a local run; a test the guest never finished (the kernel died)
-becomes a failure whose text is the console excerpt.
+Why replay and not a summary line: the host's reporters (-v, -rA, --junitxml, --ktap-file,
+pytest-html, the terminal summary, the exit status) see every report exactly as the guest's
+pytest made it, traceback and captured output included (kernels/matrix/reportlog.py brings them back
+whole). A test the guest never finished (the kernel died) ends in a failure whose text is the
+console excerpt.
 """
 
+from collections.abc import Sequence
 from typing import Literal
 
 import pytest
-from _pytest.reports import TestReport
 
 from evidence.report_html import ARTIFACTS_PROPERTY
-from kernels.matrix.results import TestResult
+from kernels.matrix import reportlog
 from kernels.matrix.runner import KernelRun
 from netns.artifacts import folder_name
 
-# One phase report as TestReport takes it: (when, outcome, longrepr, wasxfail).
-_Phase = tuple[Literal["setup", "call", "teardown"], Literal["passed", "failed", "skipped"],
-               str | tuple[str, int, str] | None, str]
 
+def _closing(
+    item: pytest.Item, got: Sequence[pytest.TestReport], run: KernelRun
+) -> list[pytest.TestReport]:
+    """The reports that end a test the guest left unfinished: a failure where it stopped
+    (before the call, or after it), wrapped in the phases it never reported."""
+    problem = run.problem
+    text = (
+        f"kernel {run.name}: {problem.reason}\n{problem.excerpt}"
+        if problem
+        else f"kernel {run.name}: the guest reported no result for this test"
+    )
+    keywords: dict[str, Literal[1]] = dict.fromkeys(item.keywords, 1)
 
-def _phases(result: TestResult | None, run: KernelRun) -> list[_Phase]:
-    """(when, outcome, longrepr, wasxfail) reports that tell pytest what happened in the guest."""
-    if result is None or result.outcome == "crash":
-        problem = run.problem
-        text = (
-            f"kernel {run.name}: {problem.reason}\n{problem.excerpt}"
-            if problem
-            else f"kernel {run.name}: the guest reported no result for this test"
-        )
-        return [("setup", "passed", None, ""), ("call", "failed", text, "")]
-    match result.outcome:
-        case "pass":
-            return [("setup", "passed", None, ""), ("call", "passed", None, "")]
-        case "fail":
-            text = result.details or result.message
-            return [("setup", "passed", None, ""), ("call", "failed", text, "")]
-        case "xfail":
-            return [("setup", "passed", None, ""), ("call", "skipped", None, result.message)]
-        case _:
-            return [("setup", "skipped", ("", 0, f"Skipped: {result.message}"), "")]
+    def report(
+        when: Literal["setup", "call", "teardown"],
+        outcome: Literal["passed", "failed"],
+        longrepr: str | None = None,
+    ) -> pytest.TestReport:
+        return pytest.TestReport(item.nodeid, item.location, keywords, outcome, longrepr, when)
 
-
-def _evidence(run: KernelRun, result: TestResult | None) -> str:
-    """The guest's artifact folder for this test (named after the guest's node id)."""
-    return str(run.out_dir / "artifacts" / folder_name(result.nodeid)) if result else ""
+    before_call = all(r.when == "setup" and r.passed for r in got)
+    stopped: Literal["call", "teardown"] = "call" if before_call else "teardown"
+    closing = [] if got else [report("setup", "passed")]
+    closing.append(report(stopped, "failed", text))
+    if stopped == "call":
+        closing.append(report("teardown", "passed"))  # as locally (pytest-html waits for it)
+    return closing
 
 
 def replay(session: pytest.Session, run: KernelRun) -> None:
-    by_id = {result.nodeid: result for result in run.results}
+    """Feed the guest's reports of every selected item to this session's hooks, in order."""
+    log = reportlog.read(run.out_dir, session.config)
+    finished = log.finished()
     for item in session.items:
-        result = by_id.get(item.nodeid)
+        got = log.reports.get(item.nodeid, [])
+        reports = got if item.nodeid in finished else [*got, *_closing(item, got, run)]
+        folder = run.out_dir / "artifacts" / folder_name(item.nodeid)  # the guest's evidence
+        evidence = str(folder) if folder.is_dir() else ""
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        # A teardown report closes each test, as in a local run (pytest-html waits for it).
-        teardown: _Phase = ("teardown", "passed", None, "")
-        for when, outcome, longrepr, wasxfail in [*_phases(result, run), teardown]:
-            report = TestReport(
-                item.nodeid,
-                item.location,
-                {name: 1 for name in item.keywords},
-                outcome,
-                longrepr,
-                when,
-                duration=result.duration if result and when == "call" else 0.0,
-                user_properties=[("kernel", run.name), *(result.properties if result else ()),
-                                 (ARTIFACTS_PROPERTY, _evidence(run, result))],
-            )
-            if wasxfail:
-                report.wasxfail = wasxfail
+        for report in reports:
+            report.user_properties = [*report.user_properties, ("kernel", run.name),
+                                      (ARTIFACTS_PROPERTY, evidence)]  # fmt: skip
             item.ihook.pytest_runtest_logreport(report=report)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         if session.shouldfail or session.shouldstop:
             break
-    if run.problem is not None and all(item.nodeid in by_id for item in session.items):
+    if run.problem is not None and all(item.nodeid in finished for item in session.items):
         # Every test reported, yet the console shows a splat (WARN/oops): still a failed run.
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:

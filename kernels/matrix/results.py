@@ -2,10 +2,15 @@
 
 Why five outcomes: pass / fail / xfail / skip are pytest's own; "crash" marks a test whose
 kernel died (panic, oops, hang, timeout) — a finding about the kernel, not about the test.
+Why build cells from pytest's own reports: the guest's results come back as those reports
+(kernels/matrix/reportlog.py), and `--ktap-file` sees the same ones, so both read them one way.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+import pytest
 
 Outcome = Literal["pass", "fail", "xfail", "skip", "crash"]
 UNEXPECTED: frozenset[Outcome] = frozenset({"fail", "crash"})
@@ -24,3 +29,39 @@ class TestResult:
     duration: float = 0.0
     # the guest item's user properties (name, JSON or text), e.g. its packetdrill timing record
     properties: tuple[tuple[str, str], ...] = ()
+
+
+def _outcome(reports: Sequence[pytest.TestReport]) -> tuple[Outcome, str, str]:
+    """(outcome, one-line why, long text): a failure in any phase wins (a strict XPASS is a
+    failed call); then an xfail or a skip."""
+    for report in reports:
+        if report.failed:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            text = report.longreprtext
+            last = (text.strip().splitlines() or [""])[-1]
+            message = crash.message if crash is not None else last
+            return "fail", message.splitlines()[0] if message else "", text
+    for report in reports:
+        if report.skipped:
+            if hasattr(report, "wasxfail"):
+                return "xfail", str(report.wasxfail), ""
+            longrepr = report.longrepr  # (file, line, reason); a list once sent as JSON
+            reason = longrepr[2] if isinstance(longrepr, tuple | list) else longrepr
+            return "skip", str(reason), ""
+    return "pass", "", ""
+
+
+def from_reports(nodeid: str, reports: Sequence[pytest.TestReport]) -> TestResult:
+    """The cell for one test from its setup / call / teardown reports, with the time of all
+    three (as JUnit counts it) and the item's user properties as text (the last report's list
+    is complete: properties added during the call are there by teardown)."""
+    properties = tuple(
+        (str(name), str(value)) for name, value in (reports[-1].user_properties if reports else ())
+    )
+    duration = sum(report.duration for report in reports)
+    return TestResult(nodeid, *_outcome(reports), duration, properties)
+
+
+def from_collect_error(report: pytest.CollectReport) -> TestResult:
+    """A module that failed to import: a failed test for every reader, not silence."""
+    return TestResult(report.nodeid, "fail", "collection error", report.longreprtext)

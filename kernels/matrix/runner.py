@@ -6,7 +6,8 @@ the caller's working directory (the guest sees the same paths), with this enviro
 
 - NETREGRESS_KERNEL / _VERSION / _RELEASE: name, exact build and `uname -r`, for expectations;
 - NETREGRESS_EXPECTATIONS: the expectations file, if not the packaged one;
-- NETREGRESS_PROGRESS: the streaming result log (progress_log.py), for crash salvage;
+- NETREGRESS_PROGRESS: the log of started tests (reportlog.py), so a crash blames the one
+  that was running;
 - NETREGRESS_ARTIFACTS: netns' evidence folder, inside the output share so it comes back;
 - NETREGRESS_IN_VM=1: inside a guest (not the running kernel's host run), whose root
   namespace may be changed: the VM is thrown away;
@@ -24,10 +25,9 @@ from pathlib import Path
 from kernels.acquire.catalog import KernelSpec
 from kernels.acquire.fetch import fetch
 from kernels.acquire.kernel import BootableKernel
-from kernels.matrix import progress_log
+from kernels.matrix import reportlog
 from kernels.matrix.results import TestResult
 from kernels.progress import Status
-from kernels.report.junit import read_junit
 from kernels.vm.accel import choose_accel
 from kernels.vm.console import Crash, tail
 from kernels.vm.initramfs import GUEST_OUT
@@ -69,10 +69,12 @@ class KernelRun:
     total_seconds: float = 0.0
 
 
-def _pytest_argv(options: RunOptions, junit: str) -> list[str]:
+def _pytest_argv(options: RunOptions, out: str) -> list[str]:
+    """The guest pytest; `out` is the output dir as it sees it. The host reads its report log;
+    its JUnit file is for readers only (it keeps what cases record_testsuite_property)."""
     return [
-        sys.executable, "-m", "pytest", *options.pytest_args,
-        f"--junitxml={junit}", "-p", "no:cacheprovider",
+        sys.executable, "-m", "pytest", *options.pytest_args, f"--junitxml={out}/junit.xml",
+        *reportlog.pytest_args(out), "-p", "no:cacheprovider",
     ]  # fmt: skip
 
 
@@ -82,7 +84,7 @@ def guest_env(kernel: BootableKernel, options: RunOptions, accel: str, out: str)
         "NETREGRESS_KERNEL": kernel.name,
         "NETREGRESS_KERNEL_VERSION": kernel.version,
         "NETREGRESS_KERNEL_RELEASE": kernel.release,
-        "NETREGRESS_PROGRESS": f"{out}/progress.jsonl",
+        "NETREGRESS_PROGRESS": f"{out}/{reportlog.PROGRESS_LOG}",
         "NETREGRESS_ARTIFACTS": f"{out}/artifacts",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
@@ -100,7 +102,7 @@ def _on_host(
     kernel: BootableKernel, options: RunOptions, run: KernelRun, children: Children
 ) -> int | None:
     """The running kernel: the suite runs directly on the host, same contract as a guest."""
-    argv = _pytest_argv(options, str(run.out_dir / "junit.xml"))
+    argv = _pytest_argv(options, str(run.out_dir))
     env = {**os.environ, **guest_env(kernel, options, "host", str(run.out_dir))}
     start = time.monotonic()
     with (run.out_dir / "console.log").open("wb") as log:
@@ -127,7 +129,7 @@ def _in_vm(
     accel = choose_accel(options.accel, kernel, launcher, status)
     run.accel = accel
     command = GuestCommand(
-        argv=_pytest_argv(options, f"{GUEST_OUT}/junit.xml"),
+        argv=_pytest_argv(options, GUEST_OUT),
         cwd=options.cwd,
         env=guest_env(kernel, options, accel, GUEST_OUT),
         modules=GUEST_MODULES,
@@ -149,12 +151,10 @@ def run_kernel(
     """Run the selected tests on one kernel; every failure mode ends in a KernelRun."""
     run = KernelRun(name=spec.name, out_dir=out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("junit.xml", "progress.jsonl"):
+    for stale in ("junit.xml", reportlog.REPORT_LOG, reportlog.PROGRESS_LOG):
         (out_dir / stale).unlink(missing_ok=True)
     stop = threading.Event()
-    follower = threading.Thread(
-        target=progress_log.follow, args=(out_dir / "progress.jsonl", status, stop), daemon=True
-    )
+    follower = threading.Thread(target=reportlog.follow, args=(out_dir, status, stop), daemon=True)
     follower.start()
     try:
         status("fetching")
@@ -175,17 +175,17 @@ def run_kernel(
 
 
 def _collect(run: KernelRun, exit_status: int | None) -> None:
-    """Results from JUnit; after a crash, what the progress log saved, blaming the running test."""
-    junit = run.out_dir / "junit.xml"
-    if junit.is_file():
-        run.results = read_junit(junit)
+    """Results from the guest's report log; when its pytest did not finish (a crash), the tests
+    that did, and the one that was running blamed."""
+    log = reportlog.read(run.out_dir)
+    run.results = log.results()
+    if log.complete:
         return
-    finished, running = progress_log.read(run.out_dir / "progress.jsonl")
-    run.results = finished
     if run.problem is None:
         what = PYTEST_USAGE_ERRORS.get(exit_status or 0, f"exit status {exit_status}")
         console = run.out_dir / "console.log"
         text = console.read_text(errors="replace") if console.exists() else ""
-        run.problem = Crash(f"pytest wrote no results ({what})", tail(text))
-    if running is not None:
-        run.results.append(TestResult(running, "crash", run.problem.reason, run.problem.excerpt))
+        run.problem = Crash(f"pytest did not finish ({what})", tail(text))
+    if log.running is not None:
+        crash = TestResult(log.running, "crash", run.problem.reason, run.problem.excerpt)
+        run.results.append(crash)

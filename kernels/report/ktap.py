@@ -10,10 +10,8 @@ mid-run, because the cells already hold the crash.
 from pathlib import Path
 
 import pytest
-from _pytest.reports import CollectReport, TestReport
 
-from kernels.matrix.progress_log import outcome_of
-from kernels.matrix.results import TestResult
+from kernels.matrix.results import TestResult, from_collect_error, from_reports
 from kernels.report.table import Matrix
 
 VERSION_LINE = "KTAP version 1"
@@ -83,21 +81,19 @@ class KtapWriter:
     def __init__(self, path: Path, title: str) -> None:
         self.path = path
         self.title = title
-        self._reports: dict[str, list[TestReport]] = {}
+        self._reports: dict[str, list[pytest.TestReport]] = {}
         self._broken: list[TestResult] = []
 
-    def pytest_collectreport(self, report: CollectReport) -> None:
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A module that fails to import is a failed test for a kselftest reader, not silence."""
         if report.failed:
-            text = report.longreprtext
-            self._broken.append(TestResult(report.nodeid, "fail", "collection error", text))
+            self._broken.append(from_collect_error(report))
 
-    def pytest_runtest_logreport(self, report: TestReport) -> None:
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._reports.setdefault(report.nodeid, []).append(report)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:
-        results = [TestResult(nodeid, *outcome_of(reports))
-                   for nodeid, reports in self._reports.items()]  # fmt: skip
+        results = [from_reports(nodeid, reports) for nodeid, reports in self._reports.items()]
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text(render([*self._broken, *results], self.title))

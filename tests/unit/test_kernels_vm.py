@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,8 @@ from tap.parser import Parser
 
 from kernels import tools
 from kernels.errors import KernelsError
+from kernels.matrix import reportlog
 from kernels.paths import REPO_ROOT
-from kernels.report.junit import read_junit
 
 KERNEL = "bookworm-6.1"
 
@@ -57,15 +58,17 @@ def _processes_mentioning(text: str) -> list[str]:
 
 
 def test_pytest_kernel_runs_the_tests_in_the_guest(tmp_path: Path) -> None:
-    junit, ktap = tmp_path / "host.xml", tmp_path / "host.tap"
+    ktap = tmp_path / "host.tap"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "--kernel", KERNEL, "tests/unit/test_kernels_guest.py",
-         "-p", "no:cacheprovider", "-rA", f"--junitxml={junit}", "--ktap-file", str(ktap)],
+         "-p", "no:cacheprovider", "-rA", *reportlog.pytest_args(str(tmp_path)),
+         "--ktap-file", str(ktap)],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"kernel: {KERNEL} 6.1." in proc.stdout
-    outcomes = {r.nodeid.rpartition("::")[2]: r.outcome for r in read_junit(junit)}
+    host = reportlog.read(tmp_path)  # the host session's own report log: the guest's reports
+    outcomes = {r.nodeid.rpartition("::")[2]: r.outcome for r in host.results()}
     assert outcomes == {
         "test_runs_the_requested_kernel": "pass",
         "test_ipip_tunnel_in_fresh_namespace": "pass",  # the host kernel has no ipip
@@ -76,6 +79,57 @@ def test_pytest_kernel_runs_the_tests_in_the_guest(tmp_path: Path) -> None:
     assert f"# netregress on {KERNEL}" in text
     assert [r.ok for r in Parser().parse_text(text) if r.category == "test"] == [True] * 4
     assert "# XFAIL TCP PLB" in text
+
+
+FAILING = '''
+import os
+
+
+def twice(value):
+    return value * 2
+
+
+def test_passes_in_the_guest():
+    assert os.environ.get("NETREGRESS_KERNEL") == {kernel!r}
+
+
+def test_fails_in_the_guest():
+    half = 21
+    assert twice(half) == 43, "a real failure inside the guest"
+'''
+
+
+def test_a_guest_failure_reaches_the_host_report_with_its_traceback(tmp_path: Path) -> None:
+    """`pytest --kernel`: the host's terminal, JUnit and KTAP show the guest's assertion and
+    traceback as a local run would (file:line, source, `E` lines), not a pasted text."""
+    (tmp_path / "test_failing.py").write_text(FAILING.format(kernel=KERNEL))
+    junit, ktap = tmp_path / "host.xml", tmp_path / "host.tap"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "kernels.pytest_plugin", "--kernel", KERNEL,
+         "test_failing.py", "-p", "no:cacheprovider", "-rfE", f"--junitxml={junit}",
+         "--ktap-file", str(ktap)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=1200,
+        env={**os.environ, "COLUMNS": "200"},  # the short summary line, not cut at 80
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 failed, 1 passed" in proc.stdout
+    traceback = [
+        "    def test_fails_in_the_guest():",
+        ">       assert twice(half) == 43, \"a real failure inside the guest\"",
+        "E       AssertionError: a real failure inside the guest",
+        "E       assert 42 == 43",
+        "E        +  where 42 = twice(21)",
+        "test_failing.py:15: AssertionError",
+    ]
+    lines = proc.stdout.splitlines()
+    assert all(line in lines for line in traceback), proc.stdout
+    summary = "FAILED test_failing.py::test_fails_in_the_guest - AssertionError: a real failure"
+    assert any(line.startswith(summary) for line in lines), proc.stdout
+    failure = ET.parse(junit).find(".//testcase[@name='test_fails_in_the_guest']/failure")
+    assert failure is not None and failure.text is not None
+    assert failure.get("message", "").startswith("AssertionError: a real failure inside the guest")
+    assert traceback[1] in failure.text.splitlines()
+    assert "# E       AssertionError: a real failure inside the guest" in ktap.read_text()
 
 
 DEMO = '''
