@@ -1,0 +1,92 @@
+"""The folder layout is the architecture: each package imports only packages below it.
+
+Why a test: a cycle between packages hides until a refactor trips over it (the old
+``kernels/fetch.py`` → ``kernels.build.matrix_source`` → … → ``kernels.fetch`` loop was found
+by hand). Every import is counted, lazy ones inside functions included, because a lazy import
+is still a dependency.
+"""
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Bottom to top. A module may import its own package and anything listed before it.
+LAYERS = [
+    "netregress",  # naming, the process core, the error root: standard library only
+    "netns",  # the namespace library
+    "packetdrill",  # the engine (uses the library only in its pytest plugin)
+    "evidence",  # plots, trace diffs, failure pages: on top of the library and the engine
+    "kernels",  # errors, paths, progress, tools shared by the kernel packages
+    "kernels.acquire",
+    "kernels.vm",
+    "kernels.matrix",
+    "kernels.report",
+    "kernels.cli",
+    "kernels.bisect",
+    "kernels.pytest_plugin",
+    "packetdrill.conformance",  # a tool over the engine and the matrix (runs in guests)
+]
+
+
+def _layer(module: str) -> str:
+    """The most specific entry of LAYERS that `module` belongs to."""
+    matches = [name for name in LAYERS if module == name or module.startswith(name + ".")]
+    return max(matches, key=len)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in `path`, relative ones resolved."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.append((node.lineno, target))
+    return found
+
+
+def _sources() -> list[Path]:
+    roots = {name.split(".")[0] for name in LAYERS}
+    return sorted(p for root in roots for p in (ROOT / root).rglob("*.py"))
+
+
+def test_every_package_imports_only_packages_below_it() -> None:
+    rank = {name: index for index, name in enumerate(LAYERS)}
+    roots = {name.split(".")[0] for name in LAYERS}
+    upward = []
+    for path in _sources():
+        src = _layer(_module_name(path))
+        for line, target in _imports(path):
+            if target.split(".")[0] not in roots:
+                continue
+            dst = _layer(target)
+            if dst != src and rank[dst] > rank[src]:
+                upward.append(f"{path.relative_to(ROOT)}:{line}: {src} imports {target}")
+    assert not upward, "imports against the layering:\n" + "\n".join(upward)
+
+
+def test_the_base_package_needs_only_the_standard_library() -> None:
+    """The engine's child process and every CLI start from here; a third-party import would
+    cost each of them its start-up time (pyroute2, scapy)."""
+    allowed = set(sys.stdlib_module_names) | {"netregress"}
+    foreign = [
+        f"{path.relative_to(ROOT)}:{line}: {target}"
+        for path in sorted((ROOT / "netregress").rglob("*.py"))
+        for line, target in _imports(path)
+        if target.split(".")[0] not in allowed
+    ]
+    assert not foreign, "\n".join(foreign)
