@@ -71,10 +71,12 @@ class KernelRun:
 
 def _pytest_argv(options: RunOptions, out: str) -> list[str]:
     """The guest pytest; `out` is the output dir as it sees it. The host reads its report log;
-    its JUnit file is for readers only (it keeps what cases record_testsuite_property)."""
+    its JUnit file is for readers only (it keeps what cases record_testsuite_property).
+    Our plugins are named explicitly: the guest side of the kernels plugin (expectations, the
+    started log crash blame reads) must load for a selection outside this checkout too."""
     return [
-        sys.executable, "-m", "pytest", *options.pytest_args, f"--junitxml={out}/junit.xml",
-        *reportlog.pytest_args(out), "-p", "no:cacheprovider",
+        sys.executable, "-m", "pytest", "-p", "netregress.plugins", *options.pytest_args,
+        f"--junitxml={out}/junit.xml", *reportlog.pytest_args(out), "-p", "no:cacheprovider",
     ]  # fmt: skip
 
 
