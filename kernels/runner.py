@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernels import progress_log
+from kernels import phases, progress_log
 from kernels.accel import choose_accel
 from kernels.catalog import KernelSpec
 from kernels.console import Crash, tail
@@ -72,7 +72,7 @@ class KernelRun:
 def _pytest_argv(options: RunOptions, junit: str) -> list[str]:
     return [
         sys.executable, "-m", "pytest", *options.pytest_args,
-        f"--junitxml={junit}", "-p", "no:cacheprovider",
+        f"--junitxml={junit}", "-p", "no:cacheprovider", "-p", "kernels.phases",
     ]  # fmt: skip
 
 
@@ -84,6 +84,7 @@ def guest_env(kernel: BootableKernel, options: RunOptions, accel: str, out: str)
         "NETREGRESS_KERNEL_RELEASE": kernel.release,
         "NETREGRESS_PROGRESS": f"{out}/progress.jsonl",
         "NETREGRESS_ARTIFACTS": f"{out}/artifacts",
+        phases.ENV: f"{out}/{phases.FILE}",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
     }
@@ -101,6 +102,7 @@ def _on_host(
 ) -> int | None:
     """The running kernel: the suite runs directly on the host, same contract as a guest."""
     argv = _pytest_argv(options, str(run.out_dir / "junit.xml"))
+    (run.out_dir / phases.FILE).unlink(missing_ok=True)
     env = {**os.environ, **guest_env(kernel, options, "host", str(run.out_dir))}
     start = time.monotonic()
     with (run.out_dir / "console.log").open("wb") as log:

@@ -1,0 +1,147 @@
+"""Where a guest's time goes: timestamps the guest itself writes, one JSON object a line.
+
+Why the guest writes them: under TCG the host cannot see when Python finished importing or
+collecting; guessing from the host's side of the share hides the very costs worth cutting.
+Every stamp is seconds on the guest's CLOCK_BOOTTIME (what `/proc/uptime` shows), so the
+init's shell stamps and this pytest plugin's stamps share one clock and need no host sync.
+
+Guest side: the init and `guest.sh` stamp boot, modules and process exit (`shell_stamp`);
+`-p kernels.phases` stamps pytest's own phases when NETREGRESS_PHASES names the log, and sums
+each test's setup/call/teardown durations (pytest's own per-phase figures). Host side:
+`read` gives the stamps back; `scripts/bench-vm` turns them into the per-phase table.
+"""
+
+import json
+import os
+import time
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+ENV = "NETREGRESS_PHASES"
+FILE = "phases.jsonl"  # in the output share, next to the JUnit file
+WHENS = ("setup", "call", "teardown")
+
+
+UPTIME = "$(cut -d' ' -f1 /proc/uptime)"
+
+
+def shell_stamp(name: str, log: str, seconds: str = UPTIME) -> str:
+    """A POSIX shell line appending stamp `name` to `log`: `seconds` (shell text), by default
+    the uptime now."""
+    return f"printf '{{\"phase\":\"{name}\",\"t\":%s}}\\n' \"{seconds}\" >> {log}"
+
+
+def _log_path() -> Path | None:
+    path = os.environ.get(ENV)
+    return Path(path) if path else None
+
+
+def _write(entry: dict[str, object]) -> None:
+    path = _log_path()
+    if path is not None:
+        with path.open("a") as handle:
+            handle.write(json.dumps(entry) + "\n")
+
+
+def stamp(name: str) -> None:
+    """Record that phase `name` ended now."""
+    _write({"phase": name, "t": time.clock_gettime(time.CLOCK_BOOTTIME)})
+
+
+def _process_start() -> float:
+    """When this process was started, on the same clock (from /proc/self/stat, in ticks)."""
+    fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+class _Durations:
+    """Per-test phase durations summed over the session, written once at its end."""
+
+    def __init__(self) -> None:
+        self.sums = dict.fromkeys(WHENS, 0.0)
+        self.tests = 0
+        self.slowest: list[tuple[float, str]] = []
+
+    def add(self, report: pytest.TestReport) -> None:
+        self.sums[report.when] += report.duration
+        if report.when == "call":
+            self.tests += 1
+        self.slowest.append((report.duration, f"{report.when} {report.nodeid}"))
+
+    def entry(self) -> dict[str, object]:
+        top = sorted(self.slowest, reverse=True)[:10]
+        return {"phase": "durations", "tests": self.tests, **self.sums,
+                "slowest": [[round(seconds, 3), what] for seconds, what in top]}  # fmt: skip
+
+
+_DURATIONS = _Durations()
+
+
+def _controller(config: pytest.Config) -> bool:
+    """Only the controlling process stamps; xdist workers' figures reach it as reports."""
+    return _log_path() is not None and not hasattr(config, "workerinput")
+
+
+if _log_path() is not None and "PYTEST_XDIST_WORKER" not in os.environ:
+    _write({"phase": "python-start", "t": _process_start()})
+    stamp("pytest-core")  # `-p` plugins are imported before entry points and conftests
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if _controller(config):
+        stamp("plugins-imported")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if _controller(session.config):
+        stamp("configured")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if _controller(session.config):
+        stamp("collected")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if _log_path() is not None and report.when in WHENS:
+        _DURATIONS.add(report)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    result = yield
+    if _controller(session.config):
+        stamp("tests-done")
+        _write(_DURATIONS.entry())
+    return result
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _controller(config):
+        stamp("finished")
+
+
+def read(path: Path) -> tuple[dict[str, float], dict[str, object]]:
+    """(phase name → guest uptime seconds, the durations entry) from a log; missing → empty."""
+    stamps: dict[str, float] = {}
+    durations: dict[str, object] = {}
+    if not path.is_file():
+        return stamps, durations
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a crash
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("phase") == "durations":
+            durations = entry
+        elif isinstance(entry.get("t"), int | float):
+            stamps.setdefault(str(entry["phase"]), float(entry["t"]))
+    return stamps, durations
