@@ -27,6 +27,7 @@ from kernels.fetch import fetch
 from kernels.initramfs import BUSYBOX
 from kernels.kernel import BootableKernel
 from kernels.launcher import Accel, Boot, GuestCommand
+from kernels.matrix import collect
 from kernels.paths import REPO_ROOT, cache_dir
 from kernels.procs import Children
 from kernels.qemu import InitramfsLauncher, accel_args
@@ -84,22 +85,19 @@ def _span(stamps: dict[str, float], first: str | None, last: str) -> float | Non
     return None if begin is None or end is None else end - begin
 
 
-def phase_rows(
-    stamps: dict[str, float], durations: dict[str, object], boot: float | None, total: float
-) -> list[tuple[str, float | None]]:
+def phase_rows(log: phases.Log, boot: float | None, total: float) -> list[tuple[str, float | None]]:
     """Seconds per phase of one run; `boot` and `total` are the host's (launcher) figures,
     which give the parts the guest cannot time: QEMU start-up and power-off."""
+    stamps = log.stamps
     userspace = stamps.get("userspace")
     rows: list[tuple[str, float | None]] = []
     if boot is not None and userspace is not None:
         rows.append(("virtiofsd + QEMU + firmware (host clock)", boot - userspace))
     rows += [(label, _span(stamps, first, last)) for label, first, last in GUEST_PHASES]
+    rows += [(label, log.sums.get(when)) for label, when in TEST_PHASES]
     loop = _span(stamps, "collected", "tests-done")
-    sums = [float(v) for key in TEST_PHASES if isinstance(v := durations.get(key[1]), float)]
-    rows += [(label, durations.get(key) if isinstance(durations.get(key), float) else None)
-             for label, key in TEST_PHASES]  # fmt: skip
-    if loop is not None and len(sums) == len(TEST_PHASES):
-        rows.append(("between tests (reports, result log)", loop - sum(sums)))
+    if loop is not None and len(log.sums) == len(TEST_PHASES):
+        rows.append(("between tests (reports, result log)", loop - sum(log.sums.values())))
     rows += [(label, _span(stamps, first, last)) for label, first, last in AFTER_TESTS]
     exited = stamps.get("exited")
     if boot is not None and userspace is not None and exited is not None:
@@ -121,11 +119,8 @@ def render(columns: dict[str, list[tuple[str, float | None]]], totals: dict[str,
     return "\n".join(lines)
 
 
-def _slowest(durations: dict[str, object]) -> str:
-    slowest = durations.get("slowest")
-    if not isinstance(slowest, list):
-        return ""
-    return "\n".join(f"    {seconds:6.1f} s  {what}" for seconds, what in slowest)
+def _slowest(log: phases.Log) -> str:
+    return "\n".join(f"    {seconds:6.1f} s  {what}" for seconds, what in log.slowest)
 
 
 def _load() -> str:
@@ -134,18 +129,19 @@ def _load() -> str:
 
 def _pytest_run(spec: KernelSpec, selection: list[str], children: Children, out: Path) -> str:
     launcher = InitramfsLauncher(children, smp=1)
+    collect(selection)  # what the matrix does first (it leaves byte-code for the guests)
     load = _load()
     start = time.monotonic()
     run = run_kernel(spec, RunOptions(selection, cwd=REPO_ROOT), out, launcher, children,
                      print_none)  # fmt: skip
     wall = time.monotonic() - start
-    stamps, durations = phases.read(out / phases.FILE)
-    rows = phase_rows(stamps, durations, run.boot_seconds, run.total_seconds)
+    log = phases.read(out / phases.FILE)
+    rows = phase_rows(log, run.boot_seconds, run.total_seconds)
     rows.append(("host: fetch, accel, results read", wall - run.total_seconds))
     status = run.problem.reason if run.problem else f"{len(run.results)} results"
     return (f"{status}; {load} before, {_load()} after\n"
             f"{render({spec.name: rows}, {spec.name: wall})}\n"
-            f"  slowest test phases:\n{_slowest(durations)}")
+            f"  slowest test phases:\n{_slowest(log)}")
 
 
 def _matrix(names: list[str], selection: list[str], jobs: int, keep: Path | None) -> str:
@@ -163,9 +159,8 @@ def _matrix(names: list[str], selection: list[str], jobs: int, keep: Path | None
         totals: dict[str, float] = {}
         for entry in record.read(out).entries:
             run = entry.run
-            stamps, durations = phases.read(run.out_dir / phases.FILE)
-            columns[run.name] = phase_rows(stamps, durations, run.boot_seconds,
-                                           run.total_seconds)  # fmt: skip
+            log = phases.read(run.out_dir / phases.FILE)
+            columns[run.name] = phase_rows(log, run.boot_seconds, run.total_seconds)
             totals[run.name] = run.total_seconds
     jobs_text = "default jobs" if jobs == 0 else f"{jobs} job(s)"
     return (f"matrix of {len(names)} kernels ({jobs_text}): {wall:.0f} s wall, exit status "
@@ -194,8 +189,8 @@ def bench(args: argparse.Namespace) -> None:
                 print(f"  bare boot {bare:.1f} s; runner `true` {result.total_seconds:.1f} s "
                       f"(userspace at {userspace:.1f} s, overhead {overhead:+.1f} s)", flush=True)
                 with tempfile.TemporaryDirectory(dir=cache_dir("bench")) as scratch:
-                    out = args.output / spec.name if args.output else Path(scratch)
-                    figures = _pytest_run(spec, args.selection, children, out)
+                    kept = args.output / spec.name if args.output else Path(scratch)
+                    figures = _pytest_run(spec, args.selection, children, kept)
                 print(f"  pytest {' '.join(args.selection)}: {figures}", flush=True)
         if args.matrix:
             names = [spec.name for spec in selected]
@@ -205,7 +200,8 @@ def bench(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/bench-vm", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="scripts/bench-vm", description=__doc__.split("\n")[0],
+                                     allow_abbrev=False)  # fmt: skip
     parser.add_argument("--kernels", action="append", help="kernel names (default: all VM kernels)")
     parser.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto")
     parser.add_argument("--repeat", type=int, default=1)
@@ -218,9 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, metavar="DIR",
                         help="keep the guests' and the matrix's results here (to compare "
                         "verdicts); by default they are deleted")
-    parser.add_argument("selection", nargs="*", default=DEFAULT_SELECTION,
-                        help="pytest selection for the timed runs (default: the guest probe tests)")
-    args = parser.parse_args(argv)
+    parser.epilog = ("Other arguments go to pytest unchanged, as with scripts/matrix (default: "
+                     f"{' '.join(DEFAULT_SELECTION)}).")
+    args, pytest_args = parser.parse_known_args(argv)
+    args.selection = [arg for arg in pytest_args if arg != "--"] or DEFAULT_SELECTION
     try:
         bench(args)
     except KernelsError as exc:

@@ -72,10 +72,14 @@ def _describe(spec: KernelSpec) -> str:
     return f"{spec.name:16} {kind:8} " + " ".join(f"{k}={v}" for k, v in fields.items())
 
 
-def _collect(pytest_args: list[str]) -> list[str]:
-    """The host's view of the selection: matrix rows even for a kernel that dies at once."""
+def collect(pytest_args: list[str]) -> list[str]:
+    """The host's view of the selection: matrix rows even for a kernel that dies at once.
+
+    It keeps pytest's byte-code of the (assertion-rewritten) test modules even when the host
+    runs with PYTHONDONTWRITEBYTECODE, so no guest rewrites them again (kernels/bytecode.py)."""
     argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
-    proc = subprocess.run([*argv, *pytest_args], capture_output=True, text=True)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    proc = subprocess.run([*argv, *pytest_args], capture_output=True, text=True, env=env)
     if proc.returncode == 4:
         detail = proc.stderr.strip() or proc.stdout.strip()
         raise KernelsError(f"pytest rejected the arguments: {detail}")
@@ -133,7 +137,7 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
     default_out = cache_root().parent / "matrix" / time.strftime("%Y%m%d-%H%M%S")
     out_dir = (args.output or default_out).resolve()
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    collected = _collect(pytest_args)
+    collected = collect(pytest_args)
     mine = {t for piece in pieces for t in slice_tests(collected, piece)}
     rows = [nodeid for nodeid in collected if nodeid in mine]
     jobs = _jobs(args.jobs, len(specs))

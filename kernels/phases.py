@@ -8,13 +8,14 @@ init's shell stamps and this pytest plugin's stamps share one clock and need no 
 Guest side: the init and `guest.sh` stamp boot, modules and process exit (`shell_stamp`);
 `-p kernels.phases` stamps pytest's own phases when NETREGRESS_PHASES names the log, and sums
 each test's setup/call/teardown durations (pytest's own per-phase figures). Host side:
-`read` gives the stamps back; `scripts/bench-vm` turns them into the per-phase table.
+`read` gives them back; `scripts/bench-vm` turns them into the per-phase table.
 """
 
 import json
 import os
 import time
 from collections.abc import Generator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -127,21 +128,30 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         stamp("finished")
 
 
-def read(path: Path) -> tuple[dict[str, float], dict[str, object]]:
-    """(phase name → guest uptime seconds, the durations entry) from a log; missing → empty."""
-    stamps: dict[str, float] = {}
-    durations: dict[str, object] = {}
+@dataclass
+class Log:
+    """A guest's log read back: phase name → guest uptime seconds, and the per-test sums."""
+
+    stamps: dict[str, float] = field(default_factory=dict)
+    sums: dict[str, float] = field(default_factory=dict)
+    slowest: list[tuple[float, str]] = field(default_factory=list)
+
+
+def read(path: Path) -> Log:
+    """The log at `path`; a missing file or a line cut short by a crash reads as absent."""
+    log = Log()
     if not path.is_file():
-        return stamps, durations
+        return log
     for line in path.read_text(errors="replace").splitlines():
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
-            continue  # a line cut short by a crash
+            continue
         if not isinstance(entry, dict):
             continue
         if entry.get("phase") == "durations":
-            durations = entry
+            log.sums = {when: float(entry[when]) for when in WHENS if when in entry}
+            log.slowest = [(float(seconds), str(what)) for seconds, what in entry["slowest"]]
         elif isinstance(entry.get("t"), int | float):
-            stamps.setdefault(str(entry["phase"]), float(entry["t"]))
-    return stamps, durations
+            log.stamps.setdefault(str(entry["phase"]), float(entry["t"]))
+    return log

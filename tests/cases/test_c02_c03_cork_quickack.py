@@ -35,7 +35,6 @@ response); the broken variant adds the route metric.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +43,7 @@ from scapy.packet import Packet
 
 from netns.capture import TCP, flow_of, tcp_payload_len
 from netns.topology import Network, shapes
+from netns.traffic import STDLIB_PYTHON
 from netns.variants import broken
 
 APPS = Path(__file__).parent / "apps"
@@ -90,12 +90,12 @@ def exchange(net: Network, tmp_path: Path, mode: str, autocorking: int) -> list[
     body.write_bytes(BODY)
     for host in ("a", "b"):
         net[host].set_sysctls({"net.ipv4.tcp_autocorking": autocorking})
-    server = net["b"].spawn([sys.executable, str(APPS / "http_sendfile_server.py"), SERVER,
+    server = net["b"].spawn([*STDLIB_PYTHON, str(APPS / "http_sendfile_server.py"), SERVER,
                              str(PORT), mode, str(body)], stdout=-1)
     assert server.popen.stdout is not None
     assert server.popen.stdout.readline().strip() == b"ready"
     with net["b"].capture("eth0", f"tcp port {PORT}") as cap:
-        net["a"].run([sys.executable, str(APPS / "http_keepalive_client.py"), SERVER,
+        net["a"].run([*STDLIB_PYTHON, str(APPS / "http_keepalive_client.py"), SERVER,
                       str(PORT), str(REQUESTS)], timeout=30)
         server.popen.wait(10)
     responses = per_request(cap.packets)
