@@ -8,13 +8,16 @@ mid-run, because the cells already hold the crash.
 """
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from _pytest.reports import CollectReport, TestReport
 
 from kernels.progress_log import outcome_of
-from kernels.report import Matrix
 from kernels.results import TestResult
+
+if TYPE_CHECKING:  # the report (Jinja2, plots) is the matrix's: a guest's pytest never needs it
+    from kernels.report import Matrix
 
 VERSION_LINE = "KTAP version 1"
 _DETAIL_LINES = 20
@@ -62,7 +65,7 @@ def render(results: list[TestResult], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_matrix(matrix: Matrix, out_dir: Path) -> list[Path]:
+def write_matrix(matrix: "Matrix", out_dir: Path) -> list[Path]:
     """`ktap-<kernel>.tap` per kernel column, rows in matrix order (the console row last)."""
     written = []
     for run in matrix.runs:

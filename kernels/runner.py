@@ -8,6 +8,7 @@ the caller's working directory (the guest sees the same paths), with this enviro
 - NETREGRESS_EXPECTATIONS: the expectations file, if not the packaged one;
 - NETREGRESS_PROGRESS: the streaming result log (progress_log.py), for crash salvage;
 - NETREGRESS_ARTIFACTS: netns' evidence folder, inside the output share so it comes back;
+- NETREGRESS_PHASES: the timing log `-p kernels.phases` writes (scripts/bench-vm reads it);
 - NETREGRESS_IN_VM=1: inside a guest (not the running kernel's host run), whose root
   namespace may be changed: the VM is thrown away;
 - NETREGRESS_EMULATED=tcg: inside a TCG guest, so timing-sensitive code widens tolerances.
