@@ -9,8 +9,6 @@ ends: no other thread of the test ever changes namespace. Failures raise :class:
 worded like the ``sysctl`` command's, so callers and messages stay as they were.
 """
 
-from __future__ import annotations
-
 import ctypes
 import os
 import threading
