@@ -33,6 +33,7 @@ from kernels.progress import Board
 from kernels.qemu import InitramfsLauncher
 from kernels.report import build, render_text
 from kernels.runner import KernelRun, RunOptions, run_kernel
+from kernels.schedule import remember, slowest_first
 from kernels.shard import Piece, parse_shard, plan, slice_tests
 
 
@@ -169,10 +170,13 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
     pool = ThreadPoolExecutor(jobs)
     try:
         with board:
-            runs = list(pool.map(one, pieces))
+            futures = {piece: pool.submit(one, piece) for piece in slowest_first(pieces)}
+            runs = [futures[piece].result() for piece in pieces]
     finally:
         children.stop_all()  # first: workers blocked on a guest return once it is gone
         pool.shutdown(wait=True, cancel_futures=True)
+    remember({run.name: run.total_seconds for piece, run in zip(pieces, runs, strict=True)
+              if piece.count == 1 and run.problem is None})
     matrix = build(runs, rows)
     if shard[1] == 1:  # a shard cannot know what the other shards' kernels did
         kept_pcaps.prune(matrix)
