@@ -85,14 +85,15 @@ def _controller(config: pytest.Config) -> bool:
     return _log_path() is not None and not hasattr(config, "workerinput")
 
 
-if _log_path() is not None and "PYTEST_XDIST_WORKER" not in os.environ:
-    _write({"phase": "python-start", "t": _process_start()})
-    stamp("pytest-core")  # `-p` plugins are imported before entry points and conftests
+# `-p` plugins are imported before entry points and conftests: now, pytest's core is up.
+_IMPORTED = time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     if _controller(config):
+        _write({"phase": "python-start", "t": _process_start()})
+        _write({"phase": "pytest-core", "t": _IMPORTED})
         stamp("plugins-imported")
 
 
