@@ -17,7 +17,7 @@ from pyroute2 import netns as pyroute2_netns
 from netregress import naming
 from netregress.process import Argv, Children, Process, Stream
 
-from . import counters, privilege, sockets
+from . import counters, privilege, sockets, sysctls
 from .addressing import AddressingMixin
 from .capture import Capture
 from .commands import CmdResult, cmd
@@ -73,7 +73,7 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
     # --- sysctls -----------------------------------------------------------------------
     def sysctl(self, key: str) -> str:
         """Current value of a sysctl as seen from inside this namespace."""
-        return self.run(["sysctl", "-n", key]).stdout.strip()
+        return sysctls.read(self.name, self.path, key)
 
     def set_sysctls(self, values: dict[str, str | int]) -> None:
         """Set several sysctls at once; the first value seen is restored on close.
@@ -84,13 +84,12 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
         for key in values:
             if key not in self._sysctl_saved:
                 self._sysctl_saved[key] = self.sysctl(key)
-        self.run(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in values.items())])
+        sysctls.write(self.name, self.path, {k: str(v) for k, v in values.items()})
 
     def restore_sysctls(self) -> None:
         """Put back every sysctl changed through :meth:`set_sysctls`."""
         if self._sysctl_saved:
-            self.run(["sysctl", "-q", "-w",
-                      *(f"{k}={v}" for k, v in self._sysctl_saved.items())])
+            sysctls.write(self.name, self.path, self._sysctl_saved)
             self._sysctl_saved.clear()
 
     # --- links -------------------------------------------------------------------------

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from .namespace import Namespace
 
 _READY_TIMEOUT = 10.0
+# The helper scripts run here (and the cases' own) need only the standard library: they
+# start without `site` (-S), whose virtualenv hooks (the editable install's finder,
+# setuptools' shim) cost 1.5–2 s per process in a TCG guest.
+STDLIB_PYTHON = (sys.executable, "-S")
 
 
 def ping(ns: "Namespace", dst: str, count: int = 1, wait: float = 2) -> bool:
@@ -73,7 +77,7 @@ class TcpEchoServer:
         self._proc: Process | None = None
 
     def __enter__(self) -> "TcpEchoServer":
-        self._proc = self.ns.spawn([sys.executable, "-c", _ECHO_SERVER, self.addr,
+        self._proc = self.ns.spawn([*STDLIB_PYTHON, "-c", _ECHO_SERVER, self.addr,
                                     str(self.port)], stdout=subprocess.PIPE)
         stdout = self._proc.stdout
         assert stdout is not None
@@ -91,7 +95,7 @@ class TcpEchoServer:
 
 def tcp_client_argv(addr: str, port: int, timeout: float, payload: str) -> list[str]:
     """The echo client as a command line (for cases that run it in the background)."""
-    return [sys.executable, "-c", _ECHO_CLIENT, addr, str(port), str(timeout), payload]
+    return [*STDLIB_PYTHON, "-c", _ECHO_CLIENT, addr, str(port), str(timeout), payload]
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,7 @@ def udp_burst(ns: "Namespace", dst: str, *, count: int, port: int = 9, size: int
     """Send *count* small UDP datagrams from *ns* (pinned to *cpu* if given); returns how
     many the socket accepted. Nothing needs to listen: the receiver's stack still
     processes (and counts) every datagram."""
-    argv = [sys.executable, "-c", _UDP_BURST, dst, str(port), str(count), str(size)]
+    argv = [*STDLIB_PYTHON, "-c", _UDP_BURST, dst, str(port), str(count), str(size)]
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu), *argv]
     return int(ns.run(argv, timeout=timeout).stdout.strip())
@@ -172,4 +176,4 @@ for frame in sys.argv[2:]:
 def inject_frames(ns: "Namespace", ifname: str, frames: list[bytes]) -> None:
     """Send hand-built Ethernet frames out of *ifname* in *ns* through an AF_PACKET socket
     (build them with scapy in the test; the namespace only needs the standard library)."""
-    ns.run([sys.executable, "-c", _INJECT, ifname, *(f.hex() for f in frames)])
+    ns.run([*STDLIB_PYTHON, "-c", _INJECT, ifname, *(f.hex() for f in frames)])

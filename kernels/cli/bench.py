@@ -3,16 +3,18 @@
 Measures, under the acceleration the runner would choose:
 - bare boot: `qemu -kernel … -initrd <busybox init that powers off>`, no shares, no modules;
 - runner `true`: our launcher (virtiofsd ×2, overlay root, modprobes) running `true`;
-- pytest: boot → guest userspace, → first test started, and total, for a small selection;
-- with --matrix: the same selection on all kernels with 1 job, then with the default jobs.
+- pytest: a per-phase table of one guest running the selection (boot, imports, collection,
+  calibration, fixture set-up, tests, teardown, finish), from the stamps the guest writes
+  itself (kernels/vm/phases.py), plus the slowest test phases;
+- with --matrix: the whole matrix's wall time and the same table for every kernel.
 Numbers depend on the machine and its load: they belong in reports, never in assertions.
 """
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -20,8 +22,11 @@ from kernels import tools
 from kernels.acquire.catalog import KernelSpec, RunningKernel, load_catalog, select
 from kernels.acquire.fetch import fetch
 from kernels.acquire.kernel import BootableKernel
+from kernels.cli.matrix import collect
 from kernels.matrix.runner import RunOptions, run_kernel
 from kernels.paths import REPO_ROOT, cache_dir
+from kernels.report import record
+from kernels.vm import phases
 from kernels.vm.accel import choose_accel, print_none
 from kernels.vm.cpio import Entry, archive, directory
 from kernels.vm.initramfs import BUSYBOX
@@ -58,52 +63,122 @@ def _bare_boot(kernel: BootableKernel, accel: Accel, children: Children) -> floa
         return time.monotonic() - start
 
 
-def _first_file(path: Path, start: float, found: list[float], stop: threading.Event) -> None:
-    while not stop.is_set():
-        if path.exists():
-            found.append(time.monotonic() - start)
-            return
-        time.sleep(0.05)
+# Guest phases: (label, stamp that starts it, stamp that ends it), on the guest's clock.
+GUEST_PHASES = (
+    ("kernel boot → init", None, "kernel-booted"),
+    ("init: shares, overlay, early modules", "kernel-booted", "userspace"),
+    ("modprobe of the suite's modules", "userspace", "modules-loaded"),
+    ("python + pytest core start", "exec", "pytest-core"),
+    ("plugin + conftest imports", "pytest-core", "plugins-imported"),
+    ("configure + session start (calibration)", "plugins-imported", "configured"),
+    ("collection (test module imports)", "configured", "collected"),
+)  # fmt: skip
+TEST_PHASES = (("per-test fixture set-up", "setup"), ("test bodies", "call"),
+               ("per-test teardown", "teardown"))  # fmt: skip
+AFTER_TESTS = (
+    ("session finish (JUnit, summary)", "tests-done", "finished"),
+    ("python exit", "finished", "exited"),
+)  # fmt: skip
 
 
-def _pytest_run(spec: KernelSpec, selection: list[str], children: Children) -> str:
-    out = cache_dir("bench", spec.name)
+def _span(stamps: dict[str, float], first: str | None, last: str) -> float | None:
+    begin = 0.0 if first is None else stamps.get(first)
+    if first == "exec":  # guest.sh execs pytest right after modprobe: the process started
+        begin = stamps.get("modules-loaded", stamps.get("python-start"))  # as the shell
+    end = stamps.get(last)
+    return None if begin is None or end is None else end - begin
+
+
+def phase_rows(log: phases.Log, boot: float | None, total: float) -> list[tuple[str, float | None]]:
+    """Seconds per phase of one run; `boot` and `total` are the host's (launcher) figures,
+    which give the parts the guest cannot time: QEMU start-up and power-off."""
+    stamps = log.stamps
+    userspace = stamps.get("userspace")
+    rows: list[tuple[str, float | None]] = []
+    if boot is not None and userspace is not None:
+        rows.append(("virtiofsd + QEMU + firmware (host clock)", boot - userspace))
+    rows += [(label, _span(stamps, first, last)) for label, first, last in GUEST_PHASES]
+    rows += [(label, log.sums.get(when)) for label, when in TEST_PHASES]
+    loop = _span(stamps, "collected", "tests-done")
+    if loop is not None and len(log.sums) == len(TEST_PHASES):
+        rows.append(("between tests (reports, result log)", loop - sum(log.sums.values())))
+    rows += [(label, _span(stamps, first, last)) for label, first, last in AFTER_TESTS]
+    exited = stamps.get("exited")
+    if boot is not None and userspace is not None and exited is not None:
+        rows.append(("power-off (host clock)", total - (boot - userspace) - exited))
+    return rows
+
+
+def render(columns: dict[str, list[tuple[str, float | None]]], totals: dict[str, float]) -> str:
+    """A phase table: one row per phase, one column per run, seconds with one decimal."""
+    labels = list(dict.fromkeys(label for rows in columns.values() for label, _ in rows))
+    width = max(len(label) for label in [*labels, "phase"])
+    names = list(columns)
+    lines = [f"  {'phase':{width}}" + "".join(f" {name:>14}" for name in names)]
+    for label in labels:
+        cells = [dict(columns[name]).get(label) for name in names]
+        lines.append(f"  {label:{width}}" + "".join(
+            f" {'-' if c is None else f'{c:.1f}':>14}" for c in cells))  # fmt: skip
+    lines.append(f"  {'total':{width}}" + "".join(f" {totals[n]:>14.1f}" for n in names))
+    return "\n".join(lines)
+
+
+def _slowest(log: phases.Log) -> str:
+    return "\n".join(f"    {seconds:6.1f} s  {what}" for seconds, what in log.slowest)
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def _pytest_run(spec: KernelSpec, selection: list[str], children: Children, out: Path) -> str:
     launcher = InitramfsLauncher(children, smp=1)
-    first: list[float] = []
-    stop = threading.Event()
+    collect(selection)  # what the matrix does first (it leaves byte-code for the guests)
+    load = _load()
     start = time.monotonic()
-    progress = out / "progress.jsonl"
-    progress.unlink(missing_ok=True)  # a previous run's file would fake a first test
-    watcher = threading.Thread(target=_first_file, args=(progress, start, first, stop))
-    watcher.start()
-    try:
-        run = run_kernel(spec, RunOptions(selection, cwd=REPO_ROOT), out, launcher, children,
-                         print_none)  # fmt: skip
-    finally:
-        stop.set()
-        watcher.join()
-    boot = f"{run.boot_seconds:.1f}" if run.boot_seconds is not None else "-"
-    first_test = f"{first[0]:.1f}" if first else "-"
+    run = run_kernel(spec, RunOptions(selection, cwd=REPO_ROOT), out, launcher, children,
+                     print_none)  # fmt: skip
+    wall = time.monotonic() - start
+    log = phases.read(out / phases.FILE)
+    rows = phase_rows(log, run.boot_seconds, run.total_seconds)
+    rows.append(("host: fetch, accel, results read", wall - run.total_seconds))
     status = run.problem.reason if run.problem else f"{len(run.results)} results"
-    total = time.monotonic() - start
-    return f"userspace {boot} s, →first test {first_test} s, total {total:.1f} s ({status})"
+    return (f"{status}; {load} before, {_load()} after\n"
+            f"{render({spec.name: rows}, {spec.name: wall})}\n"
+            f"  slowest test phases:\n{_slowest(log)}")
 
 
-def _matrix_seconds(names: list[str], selection: list[str], jobs: int) -> float:
-    with tempfile.TemporaryDirectory(dir=cache_dir("bench")) as out:
+def _matrix(names: list[str], selection: list[str], jobs: int, keep: Path | None) -> str:
+    """The matrix as `scripts/matrix` runs it; its wall time and each kernel's phases."""
+    with tempfile.TemporaryDirectory(dir=cache_dir("bench")) as scratch:
+        out = keep / "matrix" if keep else Path(scratch)
         argv = [sys.executable, "-m", "kernels.cli.matrix", "--kernels", ",".join(names),
-                "--jobs", str(jobs), "--output", out, *selection]  # fmt: skip
+                "--jobs", str(jobs), "--output", str(out), *selection]  # fmt: skip
+        load = _load()
         start = time.monotonic()
-        subprocess.run(argv, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return time.monotonic() - start
+        proc = subprocess.run(argv, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)  # fmt: skip
+        wall = time.monotonic() - start
+        columns: dict[str, list[tuple[str, float | None]]] = {}
+        totals: dict[str, float] = {}
+        for entry in record.read(out).entries:
+            run = entry.run
+            log = phases.read(run.out_dir / phases.FILE)
+            columns[run.name] = phase_rows(log, run.boot_seconds, run.total_seconds)
+            totals[run.name] = run.total_seconds
+    jobs_text = "default jobs" if jobs == 0 else f"{jobs} job(s)"
+    return (f"matrix of {len(names)} kernels ({jobs_text}): {wall:.0f} s wall, exit status "
+            f"{proc.returncode}; {load} before, {_load()} after"
+            + (f"; results in {out}" if keep else "") + f"\n{render(columns, totals)}")
 
 
 def bench(args: argparse.Namespace) -> None:
     tools.require_root()
-    specs = [s for s in select(load_catalog(), args.kernels) if not isinstance(s, RunningKernel)]
+    selected = select(load_catalog(), args.kernels)
+    specs = [spec for spec in selected if not isinstance(spec, RunningKernel)]
     children = Children()
     try:
-        for spec in specs:
+        for spec in specs if args.guests else []:
             kernel = fetch(spec, print_none)
             launcher = InitramfsLauncher(children, smp=1)
             accel = choose_accel(args.accel, kernel, launcher, print_none)
@@ -117,28 +192,36 @@ def bench(args: argparse.Namespace) -> None:
                 userspace = result.boot_seconds or 0.0
                 print(f"  bare boot {bare:.1f} s; runner `true` {result.total_seconds:.1f} s "
                       f"(userspace at {userspace:.1f} s, overhead {overhead:+.1f} s)", flush=True)
-                print(f"  pytest {' '.join(args.selection)}: "
-                      f"{_pytest_run(spec, args.selection, children)}", flush=True)
+                with tempfile.TemporaryDirectory(dir=cache_dir("bench")) as scratch:
+                    kept = args.output / spec.name if args.output else Path(scratch)
+                    figures = _pytest_run(spec, args.selection, children, kept)
+                print(f"  pytest {' '.join(args.selection)}: {figures}", flush=True)
         if args.matrix:
-            names = [spec.name for spec in specs]
-            serial = _matrix_seconds(names, args.selection, 1)
-            print(f"matrix of {len(names)} kernels, serial (1 job): {serial:.0f} s", flush=True)
-            parallel = _matrix_seconds(names, args.selection, 0)
-            print(f"matrix of {len(names)} kernels, parallel (default jobs): {parallel:.0f} s")
+            names = [spec.name for spec in selected]
+            print(_matrix(names, args.selection, args.matrix_jobs, args.output), flush=True)
     finally:
         children.stop_all()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/bench-vm", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="scripts/bench-vm", description=__doc__.split("\n")[0],
+                                     allow_abbrev=False)  # fmt: skip
     parser.add_argument("--kernels", action="append", help="kernel names (default: all VM kernels)")
     parser.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--matrix", action="store_true",
-                        help="also time the matrix, serial vs parallel")
-    parser.add_argument("selection", nargs="*", default=DEFAULT_SELECTION,
-                        help="pytest selection for the timed runs (default: the guest probe tests)")
-    args = parser.parse_args(argv)
+                        help="also time the whole matrix (scripts/matrix) on these kernels")
+    parser.add_argument("--matrix-jobs", type=int, default=0, metavar="N",
+                        help="kernels at once for --matrix (default: the matrix's default)")
+    parser.add_argument("--no-guests", dest="guests", action="store_false",
+                        help="skip the per-kernel boot and pytest figures (with --matrix)")
+    parser.add_argument("--output", type=Path, metavar="DIR",
+                        help="keep the guests' and the matrix's results here (to compare "
+                        "verdicts); by default they are deleted")
+    parser.epilog = ("Other arguments go to pytest unchanged, as with scripts/matrix (default: "
+                     f"{' '.join(DEFAULT_SELECTION)}).")
+    args, pytest_args = parser.parse_known_args(argv)
+    args.selection = [arg for arg in pytest_args if arg != "--"] or DEFAULT_SELECTION
 
     def body() -> int:
         bench(args)

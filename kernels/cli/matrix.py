@@ -28,6 +28,7 @@ from kernels.cli import subcommands as commands
 from kernels.errors import KernelsError
 from kernels.matrix.expectations import load_expectations
 from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
+from kernels.matrix.schedule import remember, slowest_first
 from kernels.matrix.shard import Piece, parse_shard, plan, slice_tests
 from kernels.paths import cache_root
 from kernels.progress import Board
@@ -75,10 +76,15 @@ def _describe(spec: KernelSpec) -> str:
     return f"{spec.name:16} {kind:8} " + " ".join(f"{k}={v}" for k, v in fields.items())
 
 
-def _collect(pytest_args: list[str]) -> list[str]:
-    """The host's view of the selection: matrix rows even for a kernel that dies at once."""
+def collect(pytest_args: list[str]) -> list[str]:
+    """The host's view of the selection: matrix rows even for a kernel that dies at once.
+
+    It keeps pytest's byte-code of the (assertion-rewritten) test modules even when the host
+    runs with PYTHONDONTWRITEBYTECODE, so no guest rewrites them again
+    (kernels/matrix/bytecode.py)."""
     argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
-    proc = subprocess.run([*argv, *pytest_args], capture_output=True, text=True)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    proc = subprocess.run([*argv, *pytest_args], capture_output=True, text=True, env=env)
     if proc.returncode == 4:
         detail = proc.stderr.strip() or proc.stdout.strip()
         raise KernelsError(f"pytest rejected the arguments: {detail}")
@@ -136,7 +142,7 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
     default_out = cache_root().parent / "matrix" / time.strftime("%Y%m%d-%H%M%S")
     out_dir = (args.output or default_out).resolve()
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    collected = _collect(pytest_args)
+    collected = collect(pytest_args)
     mine = {t for piece in pieces for t in slice_tests(collected, piece)}
     rows = [nodeid for nodeid in collected if nodeid in mine]
     jobs = _jobs(args.jobs, len(specs))
@@ -168,10 +174,13 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
     pool = ThreadPoolExecutor(jobs)
     try:
         with board:
-            runs = list(pool.map(one, pieces))
+            futures = {piece: pool.submit(one, piece) for piece in slowest_first(pieces)}
+            runs = [futures[piece].result() for piece in pieces]
     finally:
         children.stop_all()  # first: workers blocked on a guest return once it is gone
         pool.shutdown(wait=True, cancel_futures=True)
+    remember({run.name: run.total_seconds for piece, run in zip(pieces, runs, strict=True)
+              if piece.count == 1 and run.problem is None})
     matrix = build(runs, rows)
     if shard[1] == 1:  # a shard cannot know what the other shards' kernels did
         kept_pcaps.prune(matrix)

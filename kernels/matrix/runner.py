@@ -9,6 +9,7 @@ the caller's working directory (the guest sees the same paths), with this enviro
 - NETREGRESS_PROGRESS: the log of started tests (reportlog.py), so a crash blames the one
   that was running;
 - NETREGRESS_ARTIFACTS: netns' evidence folder, inside the output share so it comes back;
+- NETREGRESS_PHASES: the timing log `-p kernels.vm.phases` writes (scripts/bench-vm reads it);
 - NETREGRESS_IN_VM=1: inside a guest (not the running kernel's host run), whose root
   namespace may be changed: the VM is thrown away;
 - NETREGRESS_EMULATED=tcg: inside a TCG guest, so timing-sensitive code widens tolerances.
@@ -25,9 +26,10 @@ from pathlib import Path
 from kernels.acquire.catalog import KernelSpec
 from kernels.acquire.fetch import fetch
 from kernels.acquire.kernel import BootableKernel
-from kernels.matrix import reportlog
+from kernels.matrix import bytecode, reportlog
 from kernels.matrix.results import TestResult
 from kernels.progress import Status
+from kernels.vm import phases
 from kernels.vm.accel import choose_accel
 from kernels.vm.console import Crash, tail
 from kernels.vm.initramfs import GUEST_OUT
@@ -42,6 +44,9 @@ GUEST_MODULES = (
     "sch_fq", "nf_tables", "nft_chain_nat", "nf_conntrack", "wireguard",
 )  # fmt: skip
 PYTEST_USAGE_ERRORS = {2: "interrupted", 3: "internal error", 4: "usage error"}
+# Plugins a guest does without unless the arguments use them: hypothesis' imports all of
+# hypothesis for its end-of-session summary (1 s on the host, 15–30 s under TCG).
+GUEST_SKIPPED_PLUGINS = {"hypothesispytest": "--hypothesis"}
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,16 @@ def _pytest_argv(options: RunOptions, out: str) -> list[str]:
     return [
         sys.executable, "-m", "pytest", "-p", "netregress.plugins", *options.pytest_args,
         f"--junitxml={out}/junit.xml", *reportlog.pytest_args(out), "-p", "no:cacheprovider",
+        "-p", "kernels.vm.phases",
+    ]  # fmt: skip
+
+
+def _skipped_plugins(options: RunOptions) -> list[str]:
+    """`-p no:NAME` for each plugin of GUEST_SKIPPED_PLUGINS no argument asks for."""
+    return [
+        arg for name, prefix in GUEST_SKIPPED_PLUGINS.items()
+        if not any(given.startswith(prefix) for given in options.pytest_args)
+        for arg in ("-p", f"no:{name}")
     ]  # fmt: skip
 
 
@@ -88,6 +103,7 @@ def guest_env(kernel: BootableKernel, options: RunOptions, accel: str, out: str)
         "NETREGRESS_KERNEL_RELEASE": kernel.release,
         "NETREGRESS_PROGRESS": f"{out}/{reportlog.PROGRESS_LOG}",
         "NETREGRESS_ARTIFACTS": f"{out}/artifacts",
+        phases.ENV: f"{out}/{phases.FILE}",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
     }
@@ -105,6 +121,7 @@ def _on_host(
 ) -> int | None:
     """The running kernel: the suite runs directly on the host, same contract as a guest."""
     argv = _pytest_argv(options, str(run.out_dir))
+    (run.out_dir / phases.FILE).unlink(missing_ok=True)
     env = {**os.environ, **guest_env(kernel, options, "host", str(run.out_dir))}
     start = time.monotonic()
     with (run.out_dir / "console.log").open("wb") as log:
@@ -130,8 +147,9 @@ def _in_vm(
 ) -> int | None:
     accel = choose_accel(options.accel, kernel, launcher, status)
     run.accel = accel
+    bytecode.precompile()
     command = GuestCommand(
-        argv=_pytest_argv(options, GUEST_OUT),
+        argv=[*_pytest_argv(options, GUEST_OUT), *_skipped_plugins(options)],
         cwd=options.cwd,
         env=guest_env(kernel, options, accel, GUEST_OUT),
         modules=GUEST_MODULES,

@@ -8,11 +8,15 @@ mid-run, because the cells already hold the crash.
 """
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from kernels.matrix.results import TestResult, from_collect_error, from_reports
 from kernels.report.table import Matrix
+
+if TYPE_CHECKING:  # the report (Jinja2, plots) is the matrix's: a guest's pytest never needs it
+    from kernels.report.table import Matrix
 
 VERSION_LINE = "KTAP version 1"
 _DETAIL_LINES = 20
@@ -60,7 +64,7 @@ def render(results: list[TestResult], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_matrix(matrix: Matrix, out_dir: Path) -> list[Path]:
+def write_matrix(matrix: "Matrix", out_dir: Path) -> list[Path]:
     """`ktap-<kernel>.tap` per kernel column, rows in matrix order (the console row last)."""
     written = []
     for run in matrix.runs:

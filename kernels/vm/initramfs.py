@@ -17,6 +17,8 @@ from kernels.acquire.kernel import BootableKernel
 from kernels.errors import KernelsError
 from kernels.paths import cache_dir, locked
 from kernels.vm.cpio import Entry, archive, directory
+from kernels.vm.phases import FILE as PHASES_FILE
+from kernels.vm.phases import UPTIME, shell_stamp
 
 BUSYBOX = Path("/bin/busybox")
 ROOT_TAG = "nr-root"
@@ -31,6 +33,7 @@ INIT = f"""#!/bin/busybox sh
 export PATH=/bin
 die() {{ echo "netregress-init: $*"; sync; reboot -f; }}
 mount -t proc proc /proc
+t_init={UPTIME}
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 for module in $(cat /modules/order); do
@@ -38,6 +41,7 @@ for module in $(cat /modules/order); do
 done
 mkdir -p /host /rw /newroot /out
 mount -t virtiofs {OUT_TAG} /out || die "cannot mount the output share"
+{shell_stamp("kernel-booted", f"/out/{PHASES_FILE}", "$t_init")}
 mount -t virtiofs -o ro {ROOT_TAG} /host || die "cannot mount the host root over virtiofs"
 mount -t tmpfs -o mode=0755 tmpfs /rw && mkdir /rw/upper /rw/work
 mount -t overlay overlay -o lowerdir=/host,upperdir=/rw/upper,workdir=/rw/work /newroot \\
@@ -61,6 +65,7 @@ hostname netregress-guest
 echo /bin/nr-modprobe > /proc/sys/kernel/modprobe
 chroot /newroot /bin/sh {GUEST_OUT}/guest.sh
 echo $? > /newroot{GUEST_OUT}/exit-status
+{shell_stamp("exited", f"/newroot{GUEST_OUT}/{PHASES_FILE}")}
 sync
 reboot -f
 """

@@ -18,6 +18,8 @@ from kernels.progress import Status
 from kernels.vm import console as console_scan
 from kernels.vm.initramfs import GUEST_OUT, OUT_TAG, ROOT_TAG, initramfs_for
 from kernels.vm.launcher import Accel, Boot, GuestCommand, GuestResult
+from kernels.vm.phases import FILE as PHASES_FILE
+from kernels.vm.phases import shell_stamp
 from kernels.vm.procs import Children, scratch_dir
 from netregress.process import Process
 
@@ -35,15 +37,18 @@ def accel_args(accel: Accel) -> list[str]:
 
 def guest_script(command: GuestCommand) -> str:
     """The shell script the guest init runs (inside the overlaid host root)."""
+    phases = f"{GUEST_OUT}/{PHASES_FILE}"
     lines = [
         "#!/bin/sh",
         f": > {GUEST_OUT}/booted",
+        shell_stamp("userspace", phases),
         f"export PATH={GUEST_PATH} HOME=/root TERM=dumb LANG=C.UTF-8",
         *(f"export {key}={shlex.quote(value)}" for key, value in sorted(command.env.items())),
     ]
     if command.modules:
         modules = " ".join(command.modules)
         lines.append(f"modprobe -a -q {modules} || echo 'netregress: some modules did not load'")
+        lines.append(shell_stamp("modules-loaded", phases))
     lines += [
         f"cd {shlex.quote(str(command.cwd))} || exit 125",
         "exec " + shlex.join(command.argv),
@@ -95,7 +100,7 @@ class InitramfsLauncher:
         kernel, out_dir = boot.kernel, boot.out_dir
         assert kernel.modules is not None
         out_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("booted", "exit-status", "console.log"):
+        for stale in ("booted", "exit-status", "console.log", PHASES_FILE):
             (out_dir / stale).unlink(missing_ok=True)
         (out_dir / "boot.env").write_text(
             f"NR_RELEASE={shlex.quote(kernel.release)}\n"

@@ -33,7 +33,7 @@ the response. The oracle asserts no pure ACK from the 3rd request on (the ACK ri
 response); the broken variant adds the route metric.
 """
 
-import sys
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +42,7 @@ from scapy.packet import Packet
 
 from netns.capture import TCP, flow_of, tcp_payload_len
 from netns.topology import Network, shapes
+from netns.traffic import STDLIB_PYTHON
 from netns.variants import broken
 
 APPS = Path(__file__).parent / "apps"
@@ -88,12 +89,12 @@ def exchange(net: Network, tmp_path: Path, mode: str, autocorking: int) -> list[
     body.write_bytes(BODY)
     for host in ("a", "b"):
         net[host].set_sysctls({"net.ipv4.tcp_autocorking": autocorking})
-    server = net["b"].spawn([sys.executable, str(APPS / "http_sendfile_server.py"), SERVER,
+    server = net["b"].spawn([*STDLIB_PYTHON, str(APPS / "http_sendfile_server.py"), SERVER,
                              str(PORT), mode, str(body)], stdout=-1)
     assert server.stdout is not None
     assert server.stdout.readline().strip() == b"ready"
     with net["b"].capture("eth0", f"tcp port {PORT}") as cap:
-        net["a"].run([sys.executable, str(APPS / "http_keepalive_client.py"), SERVER,
+        net["a"].run([*STDLIB_PYTHON, str(APPS / "http_keepalive_client.py"), SERVER,
                       str(PORT), str(REQUESTS)], timeout=30)
         server.wait(10)
     responses = per_request(cap.packets)

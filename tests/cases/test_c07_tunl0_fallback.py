@@ -26,7 +26,6 @@ says every namespace gets one); the delete oracle on a tunl0 that is an ordinary
 oracle with tunl0 down (the packets are refused with ICMP destination unreachable).
 """
 
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -37,7 +36,7 @@ from netns import Namespace
 from netns.features import in_netregress_vm
 from netns.softnet import GUEST_ONLY, GlobalSysctls
 from netns.topology import Network
-from netns.traffic import poll_until
+from netns.traffic import STDLIB_PYTHON, poll_until
 from netns.variants import broken
 
 pytestmark = pytest.mark.needs("ipip")  # the probe also loads the module in a VM guest
@@ -164,6 +163,6 @@ def test_c07_tunl0_catches_unmatched_ipip_only_while_up(veth_pair: Network, up: 
         return b.link("tunl0").stats()["rx_packets"] - rx_before
 
     # The kernel adds the outer header (protocol 4): 10.0.0.1 → 10.0.0.2.
-    a.run([sys.executable, "-c", _SEND_IPIP, "10.0.0.2", inner.hex(), str(count)])
+    a.run([*STDLIB_PYTHON, "-c", _SEND_IPIP, "10.0.0.2", inner.hex(), str(count)])
     assert poll_until(lambda: received() >= count, timeout=5), received()
     assert received() == count

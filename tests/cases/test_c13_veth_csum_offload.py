@@ -20,14 +20,13 @@ assert checksum validity on a TX-side capture: tcpdump sees the unfinished check
 """
 
 import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 
 import pytest
 
 from netns import Namespace
-from netns.traffic import TcpEchoServer, tcp_echo
+from netns.traffic import STDLIB_PYTHON, TcpEchoServer, tcp_echo
 from netns.variants import broken
 from netregress.errors import NetregressError
 
@@ -59,7 +58,7 @@ def forwarded(ns_factory) -> Iterator[tuple[Namespace, Namespace]]:
     b.add_address("eth0", "10.0.0.2/24")
     for host, ifname in ((a, "eth0"), (b, "eth0"), (fwd, "to_a"), (fwd, "to_b")):
         host.link(ifname).up()
-    proc = fwd.spawn([sys.executable, "-c", FORWARDER, "to_a", "to_b"],
+    proc = fwd.spawn([*STDLIB_PYTHON, "-c", FORWARDER, "to_a", "to_b"],
                      stdout=subprocess.PIPE)
     assert proc.stdout is not None
     if proc.stdout.readline().strip() != b"ready":

@@ -23,7 +23,6 @@ broken variant runs it without ``local`` (the primary leaves), a strict xfail.
 """
 
 import errno
-import sys
 
 import pytest
 from scapy.layers.inet import ICMP, IP, UDP
@@ -31,7 +30,7 @@ from scapy.layers.l2 import Ether
 
 from netns import Namespace
 from netns.topology import Iface, Route, Topology, Veth, shapes
-from netns.traffic import inject_frames, ping, udp_burst
+from netns.traffic import STDLIB_PYTHON, inject_frames, ping, udp_burst
 from netns.variants import broken
 
 # --- C18 -----------------------------------------------------------------------------------
@@ -75,7 +74,7 @@ def test_c18_pod_block_blackhole_route(topology, block_type: str) -> None:
     with client.capture("eth0", "icmp") as cap:
         assert not ping(client, FREE, count=1, wait=1)
     icmp_errors = [(p[IP].src, p[ICMP].code) for p in cap.packets if p[ICMP].type == 3]
-    local = node.run([sys.executable, "-c", _SENDTO, FREE]).stdout.strip()
+    local = node.run([*STDLIB_PYTHON, "-c", _SENDTO, FREE]).stdout.strip()
     assert icmp_errors == []
     assert local == errno.errorcode[errno.EINVAL]
 

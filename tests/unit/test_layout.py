@@ -1,7 +1,7 @@
 """The folder layout is the architecture: each package imports only packages below it.
 
 Why a test: a cycle between packages hides until a refactor trips over it (the old
-``kernels/fetch.py`` → ``kernels.build.matrix_source`` → … → ``kernels.fetch`` loop was found
+loop from the kernel fetcher through the source-build package back to the fetcher was found
 by hand). Every import is counted, lazy ones inside functions included, because a lazy import
 is still a dependency.
 """

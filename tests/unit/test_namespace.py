@@ -48,3 +48,23 @@ def test_close_is_idempotent() -> None:
     ns = Namespace("twice")
     ns.close()
     ns.close()
+
+
+def test_sysctls_are_the_namespaces_own(ns: Namespace) -> None:
+    """In-process access (netns/sysctls.py) must act on the namespace, not on the root one:
+    the sysctl tool run inside agrees, and the root namespace's value never moves."""
+    key, path = "net.ipv4.ip_forward", "/proc/sys/net/ipv4/ip_forward"
+    with open(path) as root:
+        root_value = root.read().strip()
+    flipped = "0" if ns.sysctl(key) == "1" else "1"
+    ns.set_sysctls({key: flipped})
+    assert ns.run(["sysctl", "-n", key]).stdout.strip() == flipped
+    with open(path) as root:
+        assert root.read().strip() == root_value
+
+
+def test_unknown_sysctl_is_a_command_error(ns: Namespace) -> None:
+    with pytest.raises(CmdError, match="net.ipv4.no_such_knob"):
+        ns.sysctl("net.ipv4.no_such_knob")
+    with pytest.raises(CmdError, match=ns.name):
+        ns.set_sysctls({"net.ipv4.no_such_knob": 1})
