@@ -31,8 +31,9 @@ def evidence_files(folder: Path) -> list[Path]:
     """The files a reader opens (pcaps, counter snapshots), not our plot inputs."""
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir()
-                  if p.is_file() and not p.name.endswith(TIMELINE_SUFFIX))
+    return sorted(
+        p for p in folder.iterdir() if p.is_file() and not p.name.endswith(TIMELINE_SUFFIX)
+    )
 
 
 def plots(folder: Path, message: str) -> list[str]:
@@ -54,6 +55,8 @@ def evidence_html(folder: Path, message: str, link_from: Path) -> str:
         return ""
     links = " ".join(
         f'<a href="{html.escape(Path(os.path.relpath(p, link_from)).as_posix())}">'
-        f"{html.escape(p.name)}</a>" for p in files)
+        f"{html.escape(p.name)}</a>"
+        for p in files
+    )
     figures = "".join(f'<div class="nr-plot">{svg}</div>' for svg in plots(folder, message))
     return f'<div class="nr-evidence"><p>evidence: {links}</p>{figures}</div>'

@@ -35,8 +35,9 @@ class EvidenceExtras:
             report.__dict__["extras"] = [*getattr(report, "extras", []), extras.html(fragment)]
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
-                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report: pytest.TestReport = yield
         if report.failed:
             self.attach(report, artifact_dir(item))
@@ -53,5 +54,6 @@ class EvidenceExtras:
 def pytest_configure(config: pytest.Config) -> None:
     html_path = getattr(config.option, "htmlpath", None)
     if html_path:
-        config.pluginmanager.register(EvidenceExtras(Path(html_path).resolve().parent),
-                                      "netregress-evidence-extras")
+        config.pluginmanager.register(
+            EvidenceExtras(Path(html_path).resolve().parent), "netregress-evidence-extras"
+        )

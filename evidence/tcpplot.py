@@ -27,8 +27,8 @@ from packetdrill.timeline import ExpectedEvent, Timeline, read_timeline
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-MAX_PACKETS = 20000     # a bulk-transfer capture is summarised by its first packets
-MAX_CONNECTIONS = 3     # the plots a report shows per pcap
+MAX_PACKETS = 20000  # a bulk-transfer capture is summarised by its first packets
+MAX_CONNECTIONS = 3  # the plots a report shows per pcap
 
 Endpoint = tuple[str, int]
 
@@ -36,8 +36,8 @@ Endpoint = tuple[str, int]
 @dataclass
 class Segment:
     time: float
-    seq: int            # raw (not yet relative) sequence number
-    length: int         # payload + SYN/FIN, the sequence space the segment uses
+    seq: int  # raw (not yet relative) sequence number
+    length: int  # payload + SYN/FIN, the sequence space the segment uses
     flags: str
     ack: int
     sacks: list[tuple[int, int]]
@@ -53,8 +53,10 @@ class Connection:
 
     def sender(self) -> Endpoint:
         """The direction carrying most data (the handshake's passive side on a tie)."""
+
         def volume(end: Endpoint) -> tuple[int, int]:
             return sum(s.length for s in self.sent.get(end, [])), end == self.second
+
         return max((self.first, self.second), key=volume)
 
     def peer(self, end: Endpoint) -> Endpoint:
@@ -119,8 +121,9 @@ def _way(event: ExpectedEvent) -> str:
     return ">" if event.kind.startswith("outbound") else "<"
 
 
-def _overlay(ax: "Axes", conn: Connection, timeline: Timeline, failed_line: int | None,
-             span: float) -> None:
+def _overlay(
+    ax: "Axes", conn: Connection, timeline: Timeline, failed_line: int | None, span: float
+) -> None:
     """Boxes for the script's TCP packets: x = timing window, y = sequence range or ack."""
     from matplotlib.patches import Rectangle
 
@@ -147,17 +150,30 @@ def _overlay(ax: "Axes", conn: Connection, timeline: Timeline, failed_line: int 
             continue
         left, right = event.window_start, event.window_end
         failed = event.line == failed_line
-        ax.add_patch(Rectangle(
-            (left, low), max(right - left, 1e-4), high - low,
-            facecolor="#ffb000" if failed else "#7fbf7f", alpha=0.35,
-            edgecolor="#d00000" if failed else "#2f7f2f", linewidth=2 if failed else 0.8,
-            label=f"expected (line {event.line})" if failed else None))
-        ax.annotate(f"L{event.line}", (left, high), fontsize=6,
-                    color="#d00000" if failed else "#2f7f2f")
+        ax.add_patch(
+            Rectangle(
+                (left, low),
+                max(right - left, 1e-4),
+                high - low,
+                facecolor="#ffb000" if failed else "#7fbf7f",
+                alpha=0.35,
+                edgecolor="#d00000" if failed else "#2f7f2f",
+                linewidth=2 if failed else 0.8,
+                label=f"expected (line {event.line})" if failed else None,
+            )
+        )
+        ax.annotate(
+            f"L{event.line}", (left, high), fontsize=6, color="#d00000" if failed else "#2f7f2f"
+        )
 
 
-def plot_connection(conn: Connection, origin: float, title: str,
-                    timeline: Timeline | None = None, failed_line: int | None = None) -> str:
+def plot_connection(
+    conn: Connection,
+    origin: float,
+    title: str,
+    timeline: Timeline | None = None,
+    failed_line: int | None = None,
+) -> str:
     """One Stevens graph as SVG markup (no XML prologue, ready to inline in HTML)."""
     import matplotlib
 
@@ -189,15 +205,19 @@ def plot_connection(conn: Connection, origin: float, title: str,
         highest = max(highest, low + seg.length)
     ax.add_collection(LineCollection(fresh, colors="#1f4fbf", linewidths=1.6, label="data"))
     if again:
-        ax.add_collection(LineCollection(again, colors="#d00000", linewidths=2.2,
-                                         label="retransmission"))
+        ax.add_collection(
+            LineCollection(again, colors="#d00000", linewidths=2.2, label="retransmission")
+        )
     if marks:
         ax.plot(*zip(*marks, strict=True), "o", ms=3, color="#1f4fbf", label="SYN/FIN/empty")
     acks = [(s.time - origin, offset(s.ack)) for s in conn.sent.get(receiver, []) if "A" in s.flags]
     if acks:
         ax.step(*zip(*acks, strict=True), where="post", color="#7f7f7f", linewidth=1, label="ACK")
-    sacks = [[(s.time - origin, offset(left)), (s.time - origin, offset(right))]
-             for s in conn.sent.get(receiver, []) for left, right in s.sacks]
+    sacks = [
+        [(s.time - origin, offset(left)), (s.time - origin, offset(right))]
+        for s in conn.sent.get(receiver, [])
+        for left, right in s.sacks
+    ]
     if sacks:
         ax.add_collection(LineCollection(sacks, colors="#2fa02f", linewidths=3, label="SACK"))
     ax.autoscale_view()
@@ -212,10 +232,10 @@ def plot_connection(conn: Connection, origin: float, title: str,
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     out = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none"}):   # real <text>: searchable, small
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # real <text>: searchable, small
         fig.savefig(out, format="svg")
     text = out.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def plot_pcap(pcap: Path, failed_line: int | None = None) -> list[str]:
@@ -224,8 +244,18 @@ def plot_pcap(pcap: Path, failed_line: int | None = None) -> list[str]:
     connections = read_connections(pcap)[:MAX_CONNECTIONS]
     if not connections:
         return []
-    origin = timeline.epoch if timeline else min(
-        s.time for conn in connections for segs in conn.sent.values() for s in segs)
-    return [plot_connection(conn, origin, f"{pcap.name}: {conn.first[0]}:{conn.first[1]} ↔ "
-                            f"{conn.second[0]}:{conn.second[1]}", timeline, failed_line)
-            for conn in connections]
+    origin = (
+        timeline.epoch
+        if timeline
+        else min(s.time for conn in connections for segs in conn.sent.values() for s in segs)
+    )
+    return [
+        plot_connection(
+            conn,
+            origin,
+            f"{pcap.name}: {conn.first[0]}:{conn.first[1]} ↔ {conn.second[0]}:{conn.second[1]}",
+            timeline,
+            failed_line,
+        )
+        for conn in connections
+    ]

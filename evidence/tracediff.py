@@ -18,15 +18,15 @@ from scapy.layers.inet6 import IPv6
 from scapy.utils import PcapReader
 
 MAX_PACKETS = 2000
-TIMING_SLACK = 0.005   # seconds
+TIMING_SLACK = 0.005  # seconds
 
 
 @dataclass(frozen=True)
 class Row:
     """One packet, run-independent: `who` is e.g. ``c0 A>B`` (connection 0, opener to peer)."""
 
-    time: float          # since the trace's first packet
-    gap: float           # since the previous packet
+    time: float  # since the trace's first packet
+    gap: float  # since the previous packet
     who: str
     flags: str
     seq: int
@@ -68,13 +68,23 @@ def read_rows(pcap: Path) -> list[Row]:
                 base = bases.setdefault(src, int(l4.seq))
                 peer = bases.get(dst, 0)
                 flags = str(l4.flags)
-                rows.append(Row(stamp - first, gap, who, flags, (int(l4.seq) - base) % 2**32,
-                                len(bytes(l4.payload)),
-                                (int(l4.ack) - peer) % 2**32 if "A" in flags else 0,
-                                int(l4.window), ",".join(str(name) for name, _ in l4.options)))
+                rows.append(
+                    Row(
+                        stamp - first,
+                        gap,
+                        who,
+                        flags,
+                        (int(l4.seq) - base) % 2**32,
+                        len(bytes(l4.payload)),
+                        (int(l4.ack) - peer) % 2**32 if "A" in flags else 0,
+                        int(l4.window),
+                        ",".join(str(name) for name, _ in l4.options),
+                    )
+                )
             else:
-                rows.append(Row(stamp - first, gap, who, "udp", 0, len(bytes(l4.payload)), 0, 0,
-                                ""))
+                rows.append(
+                    Row(stamp - first, gap, who, "udp", 0, len(bytes(l4.payload)), 0, 0, "")
+                )
     return rows
 
 
@@ -88,8 +98,11 @@ class Pair:
 
 
 def _differences(left: Row, right: Row) -> tuple[str, ...]:
-    fields = [name for name in ("who", "flags", "seq", "length", "ack", "win", "options")
-              if getattr(left, name) != getattr(right, name)]
+    fields = [
+        name
+        for name in ("who", "flags", "seq", "length", "ack", "win", "options")
+        if getattr(left, name) != getattr(right, name)
+    ]
     slack = max(TIMING_SLACK, 0.25 * max(left.gap, right.gap))
     if abs(left.gap - right.gap) > slack:
         fields.append("timing")
@@ -97,8 +110,9 @@ def _differences(left: Row, right: Row) -> tuple[str, ...]:
 
 
 def align(left: list[Row], right: list[Row]) -> list[Pair]:
-    matcher = difflib.SequenceMatcher(None, [r.key() for r in left], [r.key() for r in right],
-                                      autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        None, [r.key() for r in left], [r.key() for r in right], autojunk=False
+    )
     pairs: list[Pair] = []
     for _tag, i1, i2, j1, j2 in matcher.get_opcodes():
         for offset in range(max(i2 - i1, j2 - j1)):
@@ -125,11 +139,16 @@ def describe(pairs: list[Pair], index: int | None, left_name: str, right_name: s
     if a is None or b is None:
         only, name = (a, left_name) if b is None else (b, right_name)
         assert only is not None
-        return (f"packet {index + 1}: only {name} sent {only.who} {only.text()} "
-                f"at {only.time:.6f} s")
-    parts = [f"{field} {getattr(a, field)} vs {getattr(b, field)}"
-             for field in pair.fields if field != "timing"]
+        return f"packet {index + 1}: only {name} sent {only.who} {only.text()} at {only.time:.6f} s"
+    parts = [
+        f"{field} {getattr(a, field)} vs {getattr(b, field)}"
+        for field in pair.fields
+        if field != "timing"
+    ]
     if "timing" in pair.fields:
         parts.append(f"gap {a.gap * 1e3:.1f} ms vs {b.gap * 1e3:.1f} ms")
-    return (f"packet {index + 1} ({a.who} {a.text()}): " + "; ".join(parts)
-            + f" ({left_name} vs {right_name})")
+    return (
+        f"packet {index + 1} ({a.who} {a.text()}): "
+        + "; ".join(parts)
+        + f" ({left_name} vs {right_name})"
+    )

@@ -96,7 +96,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except KernelsError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_STATE] = _HostState(spec, kernel)
-    config.stash[VM_KERNEL] = VmKernel(spec.name)   # what the other plugins read
+    config.stash[VM_KERNEL] = VmKernel(spec.name)  # what the other plugins read
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

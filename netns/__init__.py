@@ -12,5 +12,16 @@ from netns.namespace import Namespace
 from netregress.errors import MissingTool, NetregressError
 from netregress.process import Process, require_tool
 
-__all__ = ["CmdError", "CmdResult", "FeatureMissing", "Link", "MissingTool", "Namespace",
-           "NetregressError", "NotPrivileged", "Process", "cmd", "require_tool"]
+__all__ = [
+    "CmdError",
+    "CmdResult",
+    "FeatureMissing",
+    "Link",
+    "MissingTool",
+    "Namespace",
+    "NetregressError",
+    "NotPrivileged",
+    "Process",
+    "cmd",
+    "require_tool",
+]

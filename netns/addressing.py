@@ -30,17 +30,31 @@ class AddressingMixin:
         extra: dict[str, Any] = {}
         if iface.version == 6:
             extra["flags"] = 0x02  # IFA_F_NODAD: tests must not wait for DAD
-        self.ipr.addr("add", index=self._index(ifname), address=str(iface.ip),
-                      prefixlen=iface.network.prefixlen, **extra)
+        self.ipr.addr(
+            "add",
+            index=self._index(ifname),
+            address=str(iface.ip),
+            prefixlen=iface.network.prefixlen,
+            **extra,
+        )
 
     def addresses(self, ifname: str | None = None) -> list[str]:
         """Addresses as ``ip/prefix`` strings, optionally of one link."""
         kw = {"index": self._index(ifname)} if ifname else {}
         return [f"{m.get('IFA_ADDRESS')}/{m['prefixlen']}" for m in self.ipr.get_addr(**kw)]
 
-    def add_route(self, dst: str, *, via: str | None = None, dev: str | None = None,
-                  src: str | None = None, onlink: bool = False, table: int | None = None,
-                  type: str = "unicast", metrics: dict[str, int] | None = None) -> None:
+    def add_route(
+        self,
+        dst: str,
+        *,
+        via: str | None = None,
+        dev: str | None = None,
+        src: str | None = None,
+        onlink: bool = False,
+        table: int | None = None,
+        type: str = "unicast",
+        metrics: dict[str, int] | None = None,
+    ) -> None:
         """``ip route add DST [via] [dev] [src] [onlink] [table] [quickack 1 …]``.
 
         *metrics* takes ``ip route`` names without the RTAX_ prefix, e.g.
@@ -73,21 +87,30 @@ class AddressingMixin:
         out = []
         for m in self.ipr.get_routes(family=family, table=254):
             dst = m.get("RTA_DST")
-            out.append({"dst": f"{dst}/{m['dst_len']}" if dst else "default",
-                        "gateway": m.get("RTA_GATEWAY"), "oif": m.get("RTA_OIF"),
-                        "prefsrc": m.get("RTA_PREFSRC"), "type": m["type"]})
+            out.append(
+                {
+                    "dst": f"{dst}/{m['dst_len']}" if dst else "default",
+                    "gateway": m.get("RTA_GATEWAY"),
+                    "oif": m.get("RTA_OIF"),
+                    "prefsrc": m.get("RTA_PREFSRC"),
+                    "type": m["type"],
+                }
+            )
         return out
 
     def add_neigh(self, ifname: str, dst: str, lladdr: str) -> None:
         """A permanent neighbour entry (``ip neigh add DST lladdr MAC dev IFNAME nud
         permanent``)."""
-        self.ipr.neigh("add", ifindex=self._index(ifname), dst=dst, lladdr=lladdr,
-                       state=0x80)
+        self.ipr.neigh("add", ifindex=self._index(ifname), dst=dst, lladdr=lladdr, state=0x80)
 
     def add_fdb(self, ifname: str, lladdr: str, dst: str | None = None) -> None:
         """``bridge fdb append MAC dev IFNAME [dst IP] self permanent`` (VXLAN remote entries)."""
-        kw: dict[str, Any] = {"ifindex": self._index(ifname), "lladdr": lladdr,
-                              "state": 0x80, "flags": 0x02}  # NUD_PERMANENT, NTF_SELF
+        kw: dict[str, Any] = {
+            "ifindex": self._index(ifname),
+            "lladdr": lladdr,
+            "state": 0x80,
+            "flags": 0x02,
+        }  # NUD_PERMANENT, NTF_SELF
         if dst:
             kw["dst"] = dst
         self.ipr.fdb("append", **kw)
@@ -97,8 +120,12 @@ class AddressingMixin:
         index = self._index(ifname)
         entries: list[dict[str, Any]] = []
         for m in self.ipr.get_neighbours(family=_AF_BRIDGE):
-            entry = {"lladdr": m.get("NDA_LLADDR"), "dst": m.get("NDA_DST"),
-                     "state": m["state"], "flags": m["flags"]}
+            entry = {
+                "lladdr": m.get("NDA_LLADDR"),
+                "dst": m.get("NDA_DST"),
+                "state": m["state"],
+                "flags": m["flags"],
+            }
             # The dump may report one entry more than once; a list of distinct ones is
             # what "no learned entries" style oracles need.
             if m["ifindex"] == index and entry not in entries:

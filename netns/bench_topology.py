@@ -46,8 +46,10 @@ def bench(runs: int) -> int:
     """Print the table: build and teardown times per shape."""
     for feature in ("veth", "bridge", "vxlan", "ipip"):
         features.probe(feature)  # probe once up front so it is not in the first timing
-    print(f"{'topology':18} {'hosts':>5} {'build ms (median/max)':>22} "
-          f"{'teardown ms (median/max)':>25}")
+    print(
+        f"{'topology':18} {'hosts':>5} {'build ms (median/max)':>22} "
+        f"{'teardown ms (median/max)':>25}"
+    )
     for name, make in SHAPES.items():
         hosts = len(make().hosts)
         try:
@@ -55,9 +57,11 @@ def bench(runs: int) -> int:
         except FeatureMissing as exc:
             print(f"{name:18} {hosts:>5}   skipped: {exc}")
             continue
-        print(f"{name:18} {hosts:>5} {statistics.median(builds) * 1e3:>12.1f} / "
-              f"{max(builds) * 1e3:<7.1f} {statistics.median(teardowns) * 1e3:>14.1f} / "
-              f"{max(teardowns) * 1e3:<7.1f}")
+        print(
+            f"{name:18} {hosts:>5} {statistics.median(builds) * 1e3:>12.1f} / "
+            f"{max(builds) * 1e3:<7.1f} {statistics.median(teardowns) * 1e3:>14.1f} / "
+            f"{max(teardowns) * 1e3:<7.1f}"
+        )
     return 0
 
 

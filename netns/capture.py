@@ -34,8 +34,14 @@ _SETTLE_POLL = 0.02
 class Capture:
     """A running (then finished) tcpdump on one interface of one namespace."""
 
-    def __init__(self, ns: "Namespace", ifname: str, bpf_filter: str = "",
-                 path: Path | None = None, snaplen: int = 262144) -> None:
+    def __init__(
+        self,
+        ns: "Namespace",
+        ifname: str,
+        bpf_filter: str = "",
+        path: Path | None = None,
+        snaplen: int = 262144,
+    ) -> None:
         self.ns = ns
         self.ifname = ifname
         self.bpf_filter = bpf_filter
@@ -46,8 +52,18 @@ class Capture:
 
     # --- lifecycle ---------------------------------------------------------------------
     def start(self) -> "Capture":
-        argv = ["tcpdump", "-i", self.ifname, "-n", "-U", "--immediate-mode",
-                "-s", str(self.snaplen), "-w", str(self.path)]
+        argv = [
+            "tcpdump",
+            "-i",
+            self.ifname,
+            "-n",
+            "-U",
+            "--immediate-mode",
+            "-s",
+            str(self.snaplen),
+            "-w",
+            str(self.path),
+        ]
         if self.bpf_filter:
             argv.append(self.bpf_filter)
         self._proc = self.ns.spawn(argv)
@@ -64,13 +80,16 @@ class Capture:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([stderr], [], [], left)[0]:
                 self._proc.stop()
-                raise NetregressError(f"tcpdump on {self.ifname} in {self.ns.name} did not "
-                                      f"start within {_READY_TIMEOUT}s: {seen.decode()!r}")
+                raise NetregressError(
+                    f"tcpdump on {self.ifname} in {self.ns.name} did not "
+                    f"start within {_READY_TIMEOUT}s: {seen.decode()!r}"
+                )
             chunk = os.read(stderr.fileno(), 4096)
             if not chunk:
                 self._proc.stop()
-                raise NetregressError(f"tcpdump on {self.ifname} in {self.ns.name} failed: "
-                                      f"{seen.decode().strip()}")
+                raise NetregressError(
+                    f"tcpdump on {self.ifname} in {self.ns.name} failed: {seen.decode().strip()}"
+                )
             seen += chunk
 
     def stop(self) -> None:
@@ -108,8 +127,9 @@ class Capture:
             self._packets = self.read()
         return self._packets
 
-    def wait_for(self, predicate: Callable[[Packet], bool], count: int = 1,
-                 timeout: float = 5.0) -> list[Packet]:
+    def wait_for(
+        self, predicate: Callable[[Packet], bool], count: int = 1, timeout: float = 5.0
+    ) -> list[Packet]:
         """Wait until *count* captured packets satisfy *predicate*; returns them.
 
         Lets a case await an event on the wire instead of sleeping a guessed time.
@@ -136,14 +156,19 @@ def flow_of(pkt: Packet) -> tuple[str, int, str, int] | None:
     return (ip.src, int(l4.sport), ip.dst, int(l4.dport))
 
 
-def _tcp_matching(pkts: Iterable[Packet], src: str | None, dst: str | None,
-                  sport: int | None, dport: int | None) -> Iterable[Packet]:
+def _tcp_matching(
+    pkts: Iterable[Packet], src: str | None, dst: str | None, sport: int | None, dport: int | None
+) -> Iterable[Packet]:
     for pkt in pkts:
         flow = flow_of(pkt)
         if TCP not in pkt or flow is None:
             continue
-        if ((src is None or flow[0] == src) and (sport is None or flow[1] == sport)
-                and (dst is None or flow[2] == dst) and (dport is None or flow[3] == dport)):
+        if (
+            (src is None or flow[0] == src)
+            and (sport is None or flow[1] == sport)
+            and (dst is None or flow[2] == dst)
+            and (dport is None or flow[3] == dport)
+        ):
             yield pkt
 
 
@@ -158,17 +183,32 @@ def tcp_payload_len(pkt: Packet) -> int:
     return int(ip.len) - int(ip.ihl) * 4 - int(tcp.dataofs) * 4
 
 
-def data_segments(pkts: Iterable[Packet], *, src: str | None = None, dst: str | None = None,
-                  sport: int | None = None, dport: int | None = None) -> list[Packet]:
+def data_segments(
+    pkts: Iterable[Packet],
+    *,
+    src: str | None = None,
+    dst: str | None = None,
+    sport: int | None = None,
+    dport: int | None = None,
+) -> list[Packet]:
     """TCP segments carrying payload, optionally of one direction / flow."""
     return [p for p in _tcp_matching(pkts, src, dst, sport, dport) if tcp_payload_len(p) > 0]
 
 
-def pure_acks(pkts: Iterable[Packet], *, src: str | None = None, dst: str | None = None,
-              sport: int | None = None, dport: int | None = None) -> list[Packet]:
+def pure_acks(
+    pkts: Iterable[Packet],
+    *,
+    src: str | None = None,
+    dst: str | None = None,
+    sport: int | None = None,
+    dport: int | None = None,
+) -> list[Packet]:
     """TCP segments that only acknowledge: ACK set, no payload, no SYN/FIN/RST."""
-    return [p for p in _tcp_matching(pkts, src, dst, sport, dport)
-            if tcp_payload_len(p) == 0 and p[TCP].flags & 0x10 and not p[TCP].flags & 0x07]
+    return [
+        p
+        for p in _tcp_matching(pkts, src, dst, sport, dport)
+        if tcp_payload_len(p) == 0 and p[TCP].flags & 0x10 and not p[TCP].flags & 0x07
+    ]
 
 
 def by_flow(pkts: Iterable[Packet]) -> Counter[tuple[str, int, str, int]]:

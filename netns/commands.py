@@ -7,7 +7,6 @@ the process core's (:mod:`netregress.process`), which also says why ``cmd()`` do
 PDEATHSIG.
 """
 
-
 import subprocess
 from dataclasses import dataclass
 
@@ -30,8 +29,14 @@ class CmdResult:
         return self.returncode == 0
 
 
-def cmd(argv: Argv, *, ns: str | None = None, check: bool = True, timeout: float = 60,
-        input: str | None = None) -> CmdResult:
+def cmd(
+    argv: Argv,
+    *,
+    ns: str | None = None,
+    check: bool = True,
+    timeout: float = 60,
+    input: str | None = None,
+) -> CmdResult:
     """Run *argv* (in netns *ns* if given) to completion and capture its output.
 
     Raises CmdError with the command and its stderr when it fails and *check* is true,
@@ -39,8 +44,9 @@ def cmd(argv: Argv, *, ns: str | None = None, check: bool = True, timeout: float
     """
     full = command_line(argv, ns)
     try:
-        proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout,
-                              input=input, errors="replace")
+        proc = subprocess.run(
+            full, capture_output=True, text=True, timeout=timeout, input=input, errors="replace"
+        )
     except subprocess.TimeoutExpired as exc:
         raise CmdError(full, -1, "", f"timed out after {timeout}s", ns) from exc
     result = CmdResult(full, proc.returncode, proc.stdout, proc.stderr)

@@ -36,8 +36,11 @@ class Delta(Mapping[str, int]):
     def __getitem__(self, name: str) -> int:
         if name not in self.after:
             close = difflib.get_close_matches(name, self.after, n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else \
-                " (this kernel does not have it)"
+            hint = (
+                f"; did you mean {', '.join(close)}?"
+                if close
+                else " (this kernel does not have it)"
+            )
             raise KeyError(f"no counter {name!r}{hint}")
         return self.after[name] - self.before.get(name, 0)
 
@@ -69,6 +72,13 @@ class Watch:
     def __exit__(self, *exc: object) -> None:
         self.delta.after = snapshot(self.ns)
         path = artifacts.new_path(f"{self.ns.label}-nstat", ".json")
-        path.write_text(json.dumps({"moved": self.delta.nonzero(),
-                                    "before": self.delta.before,
-                                    "after": self.delta.after}, indent=1))
+        path.write_text(
+            json.dumps(
+                {
+                    "moved": self.delta.nonzero(),
+                    "before": self.delta.before,
+                    "after": self.delta.after,
+                },
+                indent=1,
+            )
+        )

@@ -21,6 +21,7 @@ def _link(kind: str, *args: str) -> Callable[[Namespace], None]:
     def probe(ns: Namespace) -> None:
         ns.run(["ip", "link", "add", "probe0", "type", kind, *args])
         ns.run(["ip", "link", "del", "probe0"])
+
     return probe
 
 
@@ -63,8 +64,9 @@ def probe(feature: str) -> str | None:
     try:
         check = PROBES[feature]
     except KeyError:
-        raise NetregressError(f"unknown kernel feature {feature!r}; "
-                              f"known: {', '.join(sorted(PROBES))}") from None
+        raise NetregressError(
+            f"unknown kernel feature {feature!r}; known: {', '.join(sorted(PROBES))}"
+        ) from None
     if feature == "tun" and (why := privilege.tun_problem()) is not None:
         return why
     with Namespace(f"probe-{feature}") as ns:

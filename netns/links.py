@@ -103,14 +103,20 @@ class LinkFactoryMixin:
         """A veth pair with *name* here and *peer_name* in *peer_ns* (may be this one)."""
         fd = os.open(peer_ns.path, os.O_RDONLY)
         try:
-            self.ipr.link("add", ifname=name, kind="veth",
-                          peer={"ifname": peer_name, "net_ns_fd": fd})
+            self.ipr.link(
+                "add", ifname=name, kind="veth", peer={"ifname": peer_name, "net_ns_fd": fd}
+            )
         finally:
             os.close(fd)
         return self.link(name), Link(peer_ns, peer_name)
 
-    def add_bridge(self, name: str, ports: tuple[str, ...] | list[str] = (),
-                   vlan_filtering: bool = False, **attrs: Any) -> Link:
+    def add_bridge(
+        self,
+        name: str,
+        ports: tuple[str, ...] | list[str] = (),
+        vlan_filtering: bool = False,
+        **attrs: Any,
+    ) -> Link:
         """A bridge with *ports* enslaved and up.
 
         VLAN filtering is off by default in the kernel; the attribute is only sent when a
@@ -123,15 +129,27 @@ class LinkFactoryMixin:
             self.link(port).set_master(br).up()
         return br
 
-    def add_vxlan(self, name: str, vni: int, *, local: str | None = None,
-                  remote: str | None = None, group: str | None = None, dstport: int = 4789,
-                  learning: bool = True, dev: str | None = None,
-                  ttl: int | None = None) -> Link:
+    def add_vxlan(
+        self,
+        name: str,
+        vni: int,
+        *,
+        local: str | None = None,
+        remote: str | None = None,
+        group: str | None = None,
+        dstport: int = 4789,
+        learning: bool = True,
+        dev: str | None = None,
+        ttl: int | None = None,
+    ) -> Link:
         """A VXLAN device; *remote* (unicast) and *group* (multicast) are exclusive."""
         if remote and group:
             raise ValueError("vxlan: give remote or group, not both")
-        attrs: dict[str, Any] = {"vxlan_id": vni, "vxlan_port": dstport,
-                                 "vxlan_learning": int(learning)}
+        attrs: dict[str, Any] = {
+            "vxlan_id": vni,
+            "vxlan_port": dstport,
+            "vxlan_learning": int(learning),
+        }
         if local:
             attrs["vxlan_local"] = local
         if remote or group:
@@ -142,8 +160,14 @@ class LinkFactoryMixin:
             attrs["vxlan_ttl"] = ttl
         return self._add(name, "vxlan", **attrs)
 
-    def add_ipip(self, name: str, *, local: str | None = None,
-                 remote: str | None = None, ttl: int | None = None) -> Link:
+    def add_ipip(
+        self,
+        name: str,
+        *,
+        local: str | None = None,
+        remote: str | None = None,
+        ttl: int | None = None,
+    ) -> Link:
         """An IPIP tunnel; no *remote* means "remote any" (the NBMA style calico uses)."""
         attrs: dict[str, Any] = {}
         if local:
@@ -154,8 +178,14 @@ class LinkFactoryMixin:
             attrs["ipip_ttl"] = ttl
         return self._add(name, "ipip", **attrs)
 
-    def add_gre(self, name: str, *, local: str | None = None,
-                remote: str | None = None, key: int | None = None) -> Link:
+    def add_gre(
+        self,
+        name: str,
+        *,
+        local: str | None = None,
+        remote: str | None = None,
+        key: int | None = None,
+    ) -> Link:
         """A GRE (layer 3) tunnel, optionally keyed."""
         attrs: dict[str, Any] = {}
         if local:

@@ -60,13 +60,15 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
         return os.path.join(NETNS_DIR, self.name)
 
     # --- commands ----------------------------------------------------------------------
-    def run(self, argv: Argv, *, check: bool = True, timeout: float = 60,
-            input: str | None = None) -> CmdResult:
+    def run(
+        self, argv: Argv, *, check: bool = True, timeout: float = 60, input: str | None = None
+    ) -> CmdResult:
         """Run a command inside this namespace (see :func:`netns.commands.cmd`)."""
         return cmd(argv, ns=self.name, check=check, timeout=timeout, input=input)
 
-    def spawn(self, argv: Argv, *, stdout: Stream = subprocess.DEVNULL,
-              stderr: Stream = subprocess.PIPE) -> Process:
+    def spawn(
+        self, argv: Argv, *, stdout: Stream = subprocess.DEVNULL, stderr: Stream = subprocess.PIPE
+    ) -> Process:
         """Start a background process inside; it is stopped when the namespace closes."""
         return self._children.spawn(argv, ns=self.name, stdout=stdout, stderr=stderr)
 

@@ -36,31 +36,54 @@ _REPORT_FEATURES = ("veth", "bridge", "vxlan", "tun", "dummy", "ipip", "gre", "n
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("netregress")
-    group.addoption("--summary", choices=("all", "problems", "none"), default="all",
-                    help="the per-case summary at the end: every case (default), only "
-                         "failures and skips, or none")
-    group.addoption("--record-skips", metavar="FILE",
-                    help="write the node ids of skipped tests to FILE (one per line), e.g. to "
-                         "re-run what this kernel cannot in a VM kernel that can")
-    group.addoption("--record-verdicts", metavar="FILE",
-                    help="write each test's verdict and reason to FILE (JSON: node id -> "
-                         "outcome, reason), e.g. to compare a rootless run with a root run")
-    group.addoption("--artifacts-dir", default=os.environ.get("NETREGRESS_ARTIFACTS"),
-                    help="where failing tests keep pcaps and counter snapshots "
-                         "(default: ./artifacts/<run id>)")
-    group.addoption("--keep-passing-pcaps", action="store_true",
-                    help="passing tests keep their pcaps too (up to 4 MB each), so a report "
-                         "can compare them with another kernel's failing run")
+    group.addoption(
+        "--summary",
+        choices=("all", "problems", "none"),
+        default="all",
+        help="the per-case summary at the end: every case (default), only "
+        "failures and skips, or none",
+    )
+    group.addoption(
+        "--record-skips",
+        metavar="FILE",
+        help="write the node ids of skipped tests to FILE (one per line), e.g. to "
+        "re-run what this kernel cannot in a VM kernel that can",
+    )
+    group.addoption(
+        "--record-verdicts",
+        metavar="FILE",
+        help="write each test's verdict and reason to FILE (JSON: node id -> "
+        "outcome, reason), e.g. to compare a rootless run with a root run",
+    )
+    group.addoption(
+        "--artifacts-dir",
+        default=os.environ.get("NETREGRESS_ARTIFACTS"),
+        help="where failing tests keep pcaps and counter snapshots (default: ./artifacts/<run id>)",
+    )
+    group.addoption(
+        "--keep-passing-pcaps",
+        action="store_true",
+        help="passing tests keep their pcaps too (up to 4 MB each), so a report "
+        "can compare them with another kernel's failing run",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "needs(*features): kernel features the test needs; "
-                                       "skipped with the precise reason when missing")
-    config.addinivalue_line("markers", "needs_root(why): skipped unless root of the initial "
-                                       "namespace, e.g. needs_root('loads a module')")
+    config.addinivalue_line(
+        "markers",
+        "needs(*features): kernel features the test needs; "
+        "skipped with the precise reason when missing",
+    )
+    config.addinivalue_line(
+        "markers",
+        "needs_root(why): skipped unless root of the initial "
+        "namespace, e.g. needs_root('loads a module')",
+    )
     run_dir = config.getoption("--artifacts-dir") or os.path.join(
-        str(config.rootpath), "artifacts", os.environ.get("PYTEST_XDIST_TESTRUNUID", "")[:8]
-        or f"run-{os.getpid()}")
+        str(config.rootpath),
+        "artifacts",
+        os.environ.get("PYTEST_XDIST_TESTRUNUID", "")[:8] or f"run-{os.getpid()}",
+    )
     config.stash[_ARTIFACTS_KEY] = Path(run_dir)
 
 
@@ -86,10 +109,17 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if vm_kernel(config):
         return []  # the tests run in a VM; probing this host's kernel would mislead
     if privilege.namespace_problem() is not None:
-        return [f"netregress: kernel {platform.release()}; this process cannot create "
-                f"namespaces (tests that build them error)"]
-    where = "" if privilege.is_initial_root() else (
-        " (rootless, in a user namespace: tests that need root in the initial namespace skip)")
+        return [
+            f"netregress: kernel {platform.release()}; this process cannot create "
+            f"namespaces (tests that build them error)"
+        ]
+    where = (
+        ""
+        if privilege.is_initial_root()
+        else (
+            " (rootless, in a user namespace: tests that need root in the initial namespace skip)"
+        )
+    )
     try:
         why_not = {f: features.probe(f) for f in _REPORT_FEATURES}
     except NetregressError as exc:
@@ -97,10 +127,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     have = [f for f, why in why_not.items() if why is None]
     root_only = [f for f, why in why_not.items() if why and why.startswith(privilege.ROOT_PREFIX)]
     lacking = [f for f in _REPORT_FEATURES if f not in have and f not in root_only]
-    return [f"netregress: kernel {platform.release()}{where}; has {', '.join(have)}"
-            + (f"; lacks {', '.join(lacking)}" if lacking else "")
-            + (f"; only for root of the initial namespace: {', '.join(root_only)}"
-               if root_only else "")]
+    return [
+        f"netregress: kernel {platform.release()}{where}; has {', '.join(have)}"
+        + (f"; lacks {', '.join(lacking)}" if lacking else "")
+        + (f"; only for root of the initial namespace: {', '.join(root_only)}" if root_only else "")
+    ]
 
 
 def artifact_dir(item: pytest.Item) -> Path:
@@ -126,15 +157,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Turn FeatureMissing into a skip and NotPrivileged into its message alone; keep
     artifacts of failures, drop the rest."""
     report: pytest.TestReport = yield
     if call.excinfo is not None and call.excinfo.errisinstance(FeatureMissing):
         report.outcome = "skipped"
-        report.longrepr = (str(item.path), item.location[1] or 0,
-                           f"Skipped: {call.excinfo.value}")
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {call.excinfo.value}")
     elif call.excinfo is not None and call.excinfo.errisinstance(NotPrivileged):
         report.longrepr = str(call.excinfo.value)
     failed = item.stash.get(_FAILED_KEY, False) or report.failed

@@ -18,11 +18,22 @@ import sys
 
 from .commands import cmd
 
-FALLBACK_DEVICES = ("tunl0", "gre0", "gretap0", "erspan0", "ip_vti0", "ip6tnl0", "sit0",
-                    "ip6gre0", "ip6_vti0")
+FALLBACK_DEVICES = (
+    "tunl0",
+    "gre0",
+    "gretap0",
+    "erspan0",
+    "ip_vti0",
+    "ip6tnl0",
+    "sit0",
+    "ip6gre0",
+    "ip6_vti0",
+)
 # Counters that move on their own, whatever a run does.
-_VOLATILE_SYSCTLS = re.compile(r"^net\.netfilter\.nf_conntrack_count|"
-                               r"^net\.ipv4\.(tcp_|udp_)?mem\b|^net\.core\.netdev_rss_key")
+_VOLATILE_SYSCTLS = re.compile(
+    r"^net\.netfilter\.nf_conntrack_count|"
+    r"^net\.ipv4\.(tcp_|udp_)?mem\b|^net\.core\.netdev_rss_key"
+)
 
 
 def snapshot() -> dict[str, str]:
@@ -35,13 +46,17 @@ def snapshot() -> dict[str, str]:
         "rules": cmd(["ip", "rule", "show"]).stdout,
         "sysctls": cmd(["sysctl", "-a", "-r", r"^net\."], check=False).stdout,
     }
-    sections["links"] = re.sub(r" (qlen|numtxqueues|numrxqueues|gso_max_\w+|gro_max_\w+|"
-                               r"tso_max_\w+) \d+", "", sections["links"])
+    sections["links"] = re.sub(
+        r" (qlen|numtxqueues|numrxqueues|gso_max_\w+|gro_max_\w+|"
+        r"tso_max_\w+) \d+",
+        "",
+        sections["links"],
+    )
     sections["routes6"] = re.sub(r" expires \d+sec", "", sections["routes6"])
-    sections["addresses"] = re.sub(r"valid_lft \S+ preferred_lft \S+", "",
-                                   sections["addresses"])
-    sections["sysctls"] = "\n".join(line for line in sections["sysctls"].splitlines()
-                                    if not _VOLATILE_SYSCTLS.match(line))
+    sections["addresses"] = re.sub(r"valid_lft \S+ preferred_lft \S+", "", sections["addresses"])
+    sections["sysctls"] = "\n".join(
+        line for line in sections["sysctls"].splitlines() if not _VOLATILE_SYSCTLS.match(line)
+    )
     return sections
 
 
@@ -65,18 +80,28 @@ def compare(before: dict[str, str], after: dict[str, str]) -> tuple[str, list[st
             b, new_fallbacks = _without_fallbacks(b)
             notes = [line.split(": ")[1] for line in new_fallbacks if line not in before[key]]
         if key == "sysctls" and notes:
-            b = "\n".join(line for line in b.splitlines()
-                          if not any(f".{dev}." in line for dev in FALLBACK_DEVICES))
-            a = "\n".join(line for line in a.splitlines()
-                          if not any(f".{dev}." in line for dev in FALLBACK_DEVICES))
-        diff += difflib.unified_diff(a.splitlines(), b.splitlines(), f"before/{key}",
-                                     f"after/{key}", lineterm="")
+            b = "\n".join(
+                line
+                for line in b.splitlines()
+                if not any(f".{dev}." in line for dev in FALLBACK_DEVICES)
+            )
+            a = "\n".join(
+                line
+                for line in a.splitlines()
+                if not any(f".{dev}." in line for dev in FALLBACK_DEVICES)
+            )
+        diff += difflib.unified_diff(
+            a.splitlines(), b.splitlines(), f"before/{key}", f"after/{key}", lineterm=""
+        )
     return "\n".join(diff), notes
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m netns.rootstate", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m netns.rootstate",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("snapshot", help="write a snapshot").add_argument("file")
     cmp = sub.add_parser("compare", help="compare two snapshots; exit 1 if they differ")
@@ -97,8 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     if diff:
         print("rootstate: the root namespace changed during the run:\n" + diff)
         return 1
-    print("rootstate: root namespace links, addresses, routes, rules and net.* sysctls "
-          "unchanged")
+    print("rootstate: root namespace links, addresses, routes, rules and net.* sysctls unchanged")
     return 0
 
 

@@ -81,8 +81,7 @@ def parse(text: str) -> list[SocketInfo]:
                 parts.insert(0, "")  # a `state X` filter makes ss drop the State column
             if len(parts) < 5:
                 continue
-            sockets.append(SocketInfo(parts[0], int(parts[1]), int(parts[2]),
-                                      parts[3], parts[4]))
+            sockets.append(SocketInfo(parts[0], int(parts[1]), int(parts[2]), parts[3], parts[4]))
             detail = " ".join(parts[5:])
         elif sockets:
             detail = line
@@ -96,7 +95,7 @@ def _parse_detail(sock: SocketInfo, detail: str) -> None:
     m = _SKMEM_RE.search(detail)
     if m:
         sock.skmem.update({k: int(v) for k, v in _SKMEM_FIELD_RE.findall(m.group(1))})
-        detail = detail[:m.start()] + detail[m.end():]
+        detail = detail[: m.start()] + detail[m.end() :]
     detail = re.sub(r"\w+:\([^)]*\)", "", detail)  # per-CC blocks such as bbr:(…)
     sock.info.update(dict(_KV_RE.findall(detail)))
 

@@ -49,13 +49,19 @@ class Snapshot:
         return [row[col] if col < len(row) else 0 for row in self.softnet]
 
     def __sub__(self, earlier: "Snapshot") -> "Snapshot":
-        return Snapshot([[a - b for a, b in zip(now, then, strict=True)]
-                         for now, then in zip(self.softnet, earlier.softnet, strict=True)],
-                        [a - b for a, b in zip(self.net_rx, earlier.net_rx, strict=True)])
+        return Snapshot(
+            [
+                [a - b for a, b in zip(now, then, strict=True)]
+                for now, then in zip(self.softnet, earlier.softnet, strict=True)
+            ],
+            [a - b for a, b in zip(self.net_rx, earlier.net_rx, strict=True)],
+        )
 
 
-GUEST_ONLY = ("{knob} is global to the machine (root namespace only); netregress changes it "
-              "only inside a kernel-matrix VM guest (scripts/matrix), never on a host")
+GUEST_ONLY = (
+    "{knob} is global to the machine (root namespace only); netregress changes it "
+    "only inside a kernel-matrix VM guest (scripts/matrix), never on a host"
+)
 
 
 class GlobalSysctls:

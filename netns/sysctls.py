@@ -56,6 +56,7 @@ def _in_netns(ns_path: str, work: Callable[[], T]) -> T:
 
 def read(ns_name: str, ns_path: str, key: str) -> str:
     """The value of *key* inside the namespace (what ``sysctl -n KEY`` prints there)."""
+
     def work() -> str:
         with open(_path(key), encoding="ascii") as handle:
             return handle.read().strip()
@@ -63,24 +64,39 @@ def read(ns_name: str, ns_path: str, key: str) -> str:
     try:
         return _in_netns(ns_path, work)
     except OSError as exc:
-        raise CmdError(["sysctl", "-n", key], 255, "",
-                       f"sysctl: cannot read {_path(key)}: {exc.strerror}", ns_name) from exc
+        raise CmdError(
+            ["sysctl", "-n", key],
+            255,
+            "",
+            f"sysctl: cannot read {_path(key)}: {exc.strerror}",
+            ns_name,
+        ) from exc
 
 
 def write(ns_name: str, ns_path: str, values: dict[str, str]) -> None:
     """Set every key to its value inside the namespace, in order (``sysctl -w K=V …``)."""
+
     def work() -> None:
         for key, value in values.items():
             try:
                 with open(_path(key), "w", encoding="ascii") as handle:
                     handle.write(value)
             except OSError as exc:
-                raise CmdError(["sysctl", "-w", f"{key}={value}"], 255, "",
-                               f"sysctl: cannot set {_path(key)}: {exc.strerror}",
-                               ns_name) from exc
+                raise CmdError(
+                    ["sysctl", "-w", f"{key}={value}"],
+                    255,
+                    "",
+                    f"sysctl: cannot set {_path(key)}: {exc.strerror}",
+                    ns_name,
+                ) from exc
 
     try:
         _in_netns(ns_path, work)
     except OSError as exc:  # the namespace itself could not be entered
-        raise CmdError(["sysctl", "-w", *(f"{k}={v}" for k, v in values.items())], 255, "",
-                       f"sysctl: {exc}", ns_name) from exc
+        raise CmdError(
+            ["sysctl", "-w", *(f"{k}={v}" for k, v in values.items())],
+            255,
+            "",
+            f"sysctl: {exc}",
+            ns_name,
+        ) from exc

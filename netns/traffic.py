@@ -30,8 +30,11 @@ STDLIB_PYTHON = (sys.executable, "-S")
 
 def ping(ns: "Namespace", dst: str, count: int = 1, wait: float = 2) -> bool:
     """``ping -c COUNT -W WAIT DST`` inside *ns*: True if every request got its reply."""
-    return ns.run(["ping", "-n", "-q", "-c", str(count), "-i", "0.05", "-W", str(wait), dst],
-                  check=False, timeout=count * 0.05 + wait + 10).ok
+    return ns.run(
+        ["ping", "-n", "-q", "-c", str(count), "-i", "0.05", "-W", str(wait), dst],
+        check=False,
+        timeout=count * 0.05 + wait + 10,
+    ).ok
 
 
 _ECHO_SERVER = """
@@ -77,15 +80,19 @@ class TcpEchoServer:
         self._proc: Process | None = None
 
     def __enter__(self) -> "TcpEchoServer":
-        self._proc = self.ns.spawn([*STDLIB_PYTHON, "-c", _ECHO_SERVER, self.addr,
-                                    str(self.port)], stdout=subprocess.PIPE)
+        self._proc = self.ns.spawn(
+            [*STDLIB_PYTHON, "-c", _ECHO_SERVER, self.addr, str(self.port)], stdout=subprocess.PIPE
+        )
         stdout = self._proc.stdout
         assert stdout is not None
-        if not select.select([stdout], [], [], _READY_TIMEOUT)[0] or \
-                stdout.readline().strip() != b"ready":
+        if (
+            not select.select([stdout], [], [], _READY_TIMEOUT)[0]
+            or stdout.readline().strip() != b"ready"
+        ):
             self._proc.stop()
-            raise NetregressError(f"TCP echo server on {self.addr}:{self.port} in "
-                                  f"{self.ns.name} did not start")
+            raise NetregressError(
+                f"TCP echo server on {self.addr}:{self.port} in {self.ns.name} did not start"
+            )
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -117,8 +124,14 @@ def echo_deadline() -> float:
     return 30.0 if os.environ.get("NETREGRESS_EMULATED") else 5.0
 
 
-def tcp_echo(ns: "Namespace", addr: str, port: int, *, timeout: float | None = None,
-             payload: str = "netregress") -> Exchange:
+def tcp_echo(
+    ns: "Namespace",
+    addr: str,
+    port: int,
+    *,
+    timeout: float | None = None,
+    payload: str = "netregress",
+) -> Exchange:
     """Connect from *ns*, send *payload*, expect it echoed; never longer than *timeout*
     (default: :func:`echo_deadline`)."""
     timeout = echo_deadline() if timeout is None else timeout
@@ -142,8 +155,16 @@ print(sent)
 """
 
 
-def udp_burst(ns: "Namespace", dst: str, *, count: int, port: int = 9, size: int = 18,
-              cpu: int | None = None, timeout: float = 60) -> int:
+def udp_burst(
+    ns: "Namespace",
+    dst: str,
+    *,
+    count: int,
+    port: int = 9,
+    size: int = 18,
+    cpu: int | None = None,
+    timeout: float = 60,
+) -> int:
     """Send *count* small UDP datagrams from *ns* (pinned to *cpu* if given); returns how
     many the socket accepted. Nothing needs to listen: the receiver's stack still
     processes (and counts) every datagram."""

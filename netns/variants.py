@@ -30,8 +30,11 @@ def broken(*values: Any, id: str, why: str) -> ParameterSet:  # noqa: A002 (pyte
     """
     if not why.strip():
         raise ValueError("a broken variant needs the reason its oracle must fail")
-    return pytest.param(*values, id=PREFIX + id,
-                        marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=why))
+    return pytest.param(
+        *values,
+        id=PREFIX + id,
+        marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=why),
+    )
 
 
 def is_broken(param: ParameterSet) -> bool:

@@ -7,7 +7,6 @@ errors — so every ``scripts/`` entry point (:func:`run_cli`) and the pytest pl
 clear line instead of a traceback.
 """
 
-
 import sys
 from collections.abc import Callable
 
@@ -20,8 +19,9 @@ class MissingTool(NetregressError):
     """A program the suite needs is not installed."""
 
 
-def run_cli(prog: str, body: Callable[[], int], *, interrupted: str = "interrupted",
-            status: int = 2) -> int:
+def run_cli(
+    prog: str, body: Callable[[], int], *, interrupted: str = "interrupted", status: int = 2
+) -> int:
     """Run an entry point's *body*: a NetregressError is ``prog: message`` and exit *status*,
     a Ctrl-C is ``prog: interrupted`` and exit 130 — never a traceback. Anything else is a bug
     of ours and keeps its traceback."""

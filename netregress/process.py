@@ -29,7 +29,6 @@ to completion needs no stop. One still running inside a SIGKILLed run's namespac
 the namespace reaper.
 """
 
-
 import ctypes
 import json
 import os
@@ -65,8 +64,10 @@ def require_tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
         pkg = _PACKAGES.get(name, name)
-        raise MissingTool(f"'{name}' is not installed (Debian package {pkg}); "
-                          f"run scripts/setup to install everything netregress needs")
+        raise MissingTool(
+            f"'{name}' is not installed (Debian package {pkg}); "
+            f"run scripts/setup to install everything netregress needs"
+        )
     return path
 
 
@@ -102,11 +103,20 @@ class Process(subprocess.Popen[bytes]):
     A ``Popen`` itself, so callers wait, poll and read its pipes the usual way.
     """
 
-    def __init__(self, argv: Argv, *, ns: str | None = None, stdin: Stream = subprocess.DEVNULL,
-                 stdout: Stream = subprocess.DEVNULL, stderr: Stream = subprocess.PIPE,
-                 cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
-                 new_session: bool = False, process_group: int | None = None,
-                 setup: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        argv: Argv,
+        *,
+        ns: str | None = None,
+        stdin: Stream = subprocess.DEVNULL,
+        stdout: Stream = subprocess.DEVNULL,
+        stderr: Stream = subprocess.PIPE,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        new_session: bool = False,
+        process_group: int | None = None,
+        setup: Callable[[], None] | None = None,
+    ) -> None:
         """Start *argv* (inside netns *ns* if given). *setup* runs in the child before exec
         (e.g. a scheduling change); *new_session* keeps a terminal's Ctrl-C from reaching the
         child, so the run stops it in order instead."""
@@ -119,9 +129,17 @@ class Process(subprocess.Popen[bytes]):
                 setup()
             die_with_parent(parent)
 
-        super().__init__(self.argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
-                         preexec_fn=child, start_new_session=new_session,
-                         process_group=process_group)
+        super().__init__(
+            self.argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=cwd,
+            env=env,
+            preexec_fn=child,
+            start_new_session=new_session,
+            process_group=process_group,
+        )
 
     def running(self) -> bool:
         return self.poll() is None

@@ -21,15 +21,17 @@ from .result import RunResult
 from .tolerance import Tolerance
 from .upstream import run_upstream
 
-DEFAULT_TIMEOUT = 180.0     # like upstream's run_all.py: a blocking call can hang the engine
+DEFAULT_TIMEOUT = 180.0  # like upstream's run_all.py: a blocking call can hang the engine
 
 # The engine needs only the standard library, so its process starts without `site` (-S):
 # the virtualenv's hooks cost 1.5-2 s per start in a TCG guest, once per script run. Without
 # them the package is found through the folder that holds it, handed to a `-m`-like start.
 _PACKAGE = __name__.rsplit(".", 1)[0]
 _HOME = str(Path(__file__).resolve().parents[__name__.count(".")])
-_RUN_AS_MAIN = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
-                f"runpy.run_module({_PACKAGE!r}, run_name='__main__', alter_sys=True)")
+_RUN_AS_MAIN = (
+    "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+    f"runpy.run_module({_PACKAGE!r}, run_name='__main__', alter_sys=True)"
+)
 
 
 def engine_command() -> list[str]:
@@ -44,15 +46,14 @@ class Backend:
     name: str
     binary: str = ""
 
-    def run(self, path: str, options: CliOptions, timeout: float = DEFAULT_TIMEOUT
-            ) -> RunResult:
+    def run(self, path: str, options: CliOptions, timeout: float = DEFAULT_TIMEOUT) -> RunResult:
         """Run in this process (builtin: the process enters a new namespace). The result's
         ``tolerance`` is the one the script and ``options`` give, for either backend."""
         if self.name == "builtin":
             from .engine import run_script
+
             return run_script(path, options)
-        return run_upstream(self.binary, path, options, _config_for_binary(path, options),
-                            timeout)
+        return run_upstream(self.binary, path, options, _config_for_binary(path, options), timeout)
 
 
 def _config_for_binary(path: str, options: CliOptions) -> Config:
@@ -78,9 +79,13 @@ def choose_backend(choice: str | None) -> Backend:
     return Backend("upstream", choice)
 
 
-def run_isolated(backend: Backend, path: str, options: CliOptions,
-                 policy: Tolerance | None = None, timeout: float = DEFAULT_TIMEOUT
-                 ) -> RunResult:
+def run_isolated(
+    backend: Backend,
+    path: str,
+    options: CliOptions,
+    policy: Tolerance | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> RunResult:
     """Run one script in a child process (and so its own namespace), capturing output.
 
     ``policy`` is the runner's timing policy: its late slack, and where that came from, joins
@@ -88,14 +93,12 @@ def run_isolated(backend: Backend, path: str, options: CliOptions,
     the run was judged by."""
     if policy is None:
         return _run_child(backend, os.path.abspath(path), options, timeout)
-    result = _run_child(backend, os.path.abspath(path), options + policy.slack_options(),
-                        timeout)
+    result = _run_child(backend, os.path.abspath(path), options + policy.slack_options(), timeout)
     result.tolerance = result.tolerance.with_slack_of(policy)
     return result
 
 
-def _run_child(backend: Backend, path: str, options: CliOptions, timeout: float
-               ) -> RunResult:
+def _run_child(backend: Backend, path: str, options: CliOptions, timeout: float) -> RunResult:
     if backend.name != "builtin":
         return backend.run(path, options, timeout)
     fd, json_path = tempfile.mkstemp(prefix="netregress-pd-", suffix=".json")
@@ -107,16 +110,25 @@ def _run_child(backend: Backend, path: str, options: CliOptions, timeout: float
     try:
         child = run_child(argv, path, timeout)
         if child.timed_out:
-            return RunResult(path, False, f"{path}: timed out after {timeout:.0f} s",
-                             stdout=child.stdout, stderr=child.stderr, exit_status=1,
-                             duration=time.monotonic() - started)
+            return RunResult(
+                path,
+                False,
+                f"{path}: timed out after {timeout:.0f} s",
+                stdout=child.stdout,
+                stderr=child.stderr,
+                exit_status=1,
+                duration=time.monotonic() - started,
+            )
         try:
             with open(json_path) as handle:
                 result = RunResult.from_json(handle.read())
         except (OSError, ValueError, TypeError):
-            result = RunResult(path, False, child.stderr.strip() or
-                               f"{path}: engine exited with status {child.returncode}",
-                               exit_status=child.returncode or 1)
+            result = RunResult(
+                path,
+                False,
+                child.stderr.strip() or f"{path}: engine exited with status {child.returncode}",
+                exit_status=child.returncode or 1,
+            )
     finally:
         os.unlink(json_path)
     stdout, stderr = child.stdout, child.stderr

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 _SAMPLES = 200
 _SLEEP = 0.001
-_REFERENCE_LOOP_SECS = 0.004      # a 100k-iteration loop on an ordinary x86-64 host
-_JITTER_BUDGET_USECS = 2000.0     # p99 wake-up lateness the base tolerance already absorbs
+_REFERENCE_LOOP_SECS = 0.004  # a 100k-iteration loop on an ordinary x86-64 host
+_JITTER_BUDGET_USECS = 2000.0  # p99 wake-up lateness the base tolerance already absorbs
 # Engine and kernel work between an event's anchor and its check, at reference speed: it
 # stretches with the CPU slowdown (the old symmetric scale allotted slowdown/2 x 4 ms).
 _WORK_USECS = 2000.0
-MAX_SLACK_USECS = 1_000_000       # keeps a run's sniff timeouts finite on absurd machines
+MAX_SLACK_USECS = 1_000_000  # keeps a run's sniff timeouts finite on absurd machines
 
 
 @dataclass
@@ -28,15 +28,19 @@ class Calibration:
     cpu_slowdown: float
 
     def describe(self) -> str:
-        return (f"calibrated: wake-up lateness p99 {self.wakeup_p99_usecs:.0f} us, "
-                f"cpu {self.cpu_slowdown:.1f}x reference")
+        return (
+            f"calibrated: wake-up lateness p99 {self.wakeup_p99_usecs:.0f} us, "
+            f"cpu {self.cpu_slowdown:.1f}x reference"
+        )
 
 
 def slack_from(wakeup_p99_usecs: float, cpu_slowdown: float) -> int:
     """Late slack for a machine: its wake-up lateness beyond what the base tolerance absorbs,
     plus the reference work's extra duration at the measured slowdown."""
-    slack = (max(0.0, wakeup_p99_usecs - _JITTER_BUDGET_USECS)
-             + max(0.0, cpu_slowdown - 1.0) * _WORK_USECS)
+    slack = (
+        max(0.0, wakeup_p99_usecs - _JITTER_BUDGET_USECS)
+        + max(0.0, cpu_slowdown - 1.0) * _WORK_USECS
+    )
     return min(round(slack), MAX_SLACK_USECS)
 
 

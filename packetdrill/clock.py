@@ -6,7 +6,7 @@ timestamps and ``-v`` prints absolute Unix times like upstream.
 
 import time
 
-_SPIN_USECS = 400   # sleep until this close to the deadline, then spin (sleep overshoots)
+_SPIN_USECS = 400  # sleep until this close to the deadline, then spin (sleep overshoots)
 
 
 class Clock:

@@ -17,26 +17,67 @@ from .errors import RuntimeFailure
 from .netenv import normal_scheduling
 
 # struct tcp_info (include/uapi/linux/tcp.h, 6.18): (name, struct format) in order.
-_TCP_INFO = [
-    ("state", "B"), ("ca_state", "B"), ("retransmits", "B"), ("probes", "B"), ("backoff", "B"),
-    ("options", "B"), ("wscale", "B"), ("app_limited", "B"),
-] + [(n, "I") for n in (
-    "rto ato snd_mss rcv_mss unacked sacked lost retrans fackets last_data_sent last_ack_sent "
-    "last_data_recv last_ack_recv pmtu rcv_ssthresh rtt rttvar snd_ssthresh snd_cwnd advmss "
-    "reordering rcv_rtt rcv_space total_retrans").split()] + [(n, "Q") for n in (
-    "pacing_rate max_pacing_rate bytes_acked bytes_received").split()] + [(n, "I") for n in (
-    "segs_out segs_in notsent_bytes min_rtt data_segs_in data_segs_out").split()] + [
-    ("delivery_rate", "Q"), ("busy_time", "Q"), ("rwnd_limited", "Q"), ("sndbuf_limited", "Q"),
-    ("delivered", "I"), ("delivered_ce", "I"), ("bytes_sent", "Q"), ("bytes_retrans", "Q"),
-] + [(n, "I") for n in "dsack_dups reord_seen rcv_ooopack snd_wnd rcv_wnd rehash".split()] + [
-    ("total_rto", "H"), ("total_rto_recoveries", "H"), ("total_rto_time", "I"),
-] + [(n, "I") for n in (
-    "received_ce delivered_e1_bytes delivered_e0_bytes delivered_ce_bytes received_e1_bytes "
-    "received_e0_bytes received_ce_bytes ecn_word").split()]
+_TCP_INFO = (
+    [
+        ("state", "B"),
+        ("ca_state", "B"),
+        ("retransmits", "B"),
+        ("probes", "B"),
+        ("backoff", "B"),
+        ("options", "B"),
+        ("wscale", "B"),
+        ("app_limited", "B"),
+    ]
+    + [
+        (n, "I")
+        for n in (
+            "rto ato snd_mss rcv_mss unacked sacked lost retrans fackets "
+            "last_data_sent last_ack_sent last_data_recv last_ack_recv pmtu rcv_ssthresh "
+            "rtt rttvar snd_ssthresh snd_cwnd advmss reordering rcv_rtt rcv_space total_retrans"
+        ).split()
+    ]
+    + [(n, "Q") for n in ("pacing_rate max_pacing_rate bytes_acked bytes_received").split()]
+    + [
+        (n, "I")
+        for n in ("segs_out segs_in notsent_bytes min_rtt data_segs_in data_segs_out").split()
+    ]
+    + [
+        ("delivery_rate", "Q"),
+        ("busy_time", "Q"),
+        ("rwnd_limited", "Q"),
+        ("sndbuf_limited", "Q"),
+        ("delivered", "I"),
+        ("delivered_ce", "I"),
+        ("bytes_sent", "Q"),
+        ("bytes_retrans", "Q"),
+    ]
+    + [(n, "I") for n in "dsack_dups reord_seen rcv_ooopack snd_wnd rcv_wnd rehash".split()]
+    + [
+        ("total_rto", "H"),
+        ("total_rto_recoveries", "H"),
+        ("total_rto_time", "I"),
+    ]
+    + [
+        (n, "I")
+        for n in (
+            "received_ce delivered_e1_bytes delivered_e0_bytes delivered_ce_bytes "
+            "received_e1_bytes received_e0_bytes received_ce_bytes ecn_word"
+        ).split()
+    ]
+)
 _TCP_INFO_FMT = "=" + "".join(fmt for _, fmt in _TCP_INFO)
 _TCP_INFO_LEN = struct.calcsize(_TCP_INFO_FMT)
-_MEMINFO = ["RMEM_ALLOC", "RCVBUF", "WMEM_ALLOC", "SNDBUF", "FWD_ALLOC", "WMEM_QUEUED", "OPTMEM",
-            "BACKLOG", "DROPS"]
+_MEMINFO = [
+    "RMEM_ALLOC",
+    "RCVBUF",
+    "WMEM_ALLOC",
+    "SNDBUF",
+    "FWD_ALLOC",
+    "WMEM_QUEUED",
+    "OPTMEM",
+    "BACKLOG",
+    "DROPS",
+]
 _CONSTANTS = """TCP_ESTABLISHED = 1; TCP_SYN_SENT = 2; TCP_SYN_RECV = 3; TCP_FIN_WAIT1 = 4
 TCP_FIN_WAIT2 = 5; TCP_TIME_WAIT = 6; TCP_CLOSE = 7; TCP_CLOSE_WAIT = 8; TCP_LAST_ACK = 9
 TCP_LISTEN = 10; TCP_CLOSING = 11
@@ -77,16 +118,19 @@ def snapshot(fd: int, line: int, code: str) -> CodeSnapshot:
     """Collect the socket data a code block sees (at the block's event time)."""
     sock = socket.socket(fileno=os.dup(fd))
     try:
+
         def get(level: int, name: int, size: int) -> bytes:
             try:
                 return sock.getsockopt(level, name, size)
             except OSError:
                 return b""
+
         tcp_info = get(socket.IPPROTO_TCP, socket.TCP_INFO, 512)
         if not tcp_info:
             raise RuntimeFailure("can't find getsockopt to get TCP info")
-        return CodeSnapshot(line, code, tcp_info, get(socket.IPPROTO_TCP, 26, 64),
-                            get(socket.SOL_SOCKET, 55, 36))
+        return CodeSnapshot(
+            line, code, tcp_info, get(socket.IPPROTO_TCP, 26, 64), get(socket.SOL_SOCKET, 55, 36)
+        )
     finally:
         sock.close()
 
@@ -96,20 +140,34 @@ def render(path: str, snapshots: list[CodeSnapshot]) -> str:
     parts = [_PREAMBLE]
     for snap in snapshots:
         parts.append(_CONSTANTS)
-        parts.extend(f"tcpi_{name} = {value}" for name, value in
-                     tcp_info_fields(snap.tcp_info).items())
+        parts.extend(
+            f"tcpi_{name} = {value}" for name, value in tcp_info_fields(snap.tcp_info).items()
+        )
         cc = snap.cc_info.ljust(20, b"\0")
         bw_lo, bw_hi, min_rtt, pacing_gain, cwnd_gain = struct.unpack("=5I", cc[:20])
-        parts += [f"bbr_bw_lo = {bw_lo}", f"bbr_bw_hi = {bw_hi}",
-                  f"bbr_bw = {bw_hi << 32 | bw_lo}", f"bbr_min_rtt = {min_rtt}",
-                  f"bbr_pacing_gain = {pacing_gain}", f"bbr_cwnd_gain = {cwnd_gain}"]
+        parts += [
+            f"bbr_bw_lo = {bw_lo}",
+            f"bbr_bw_hi = {bw_hi}",
+            f"bbr_bw = {bw_hi << 32 | bw_lo}",
+            f"bbr_min_rtt = {min_rtt}",
+            f"bbr_pacing_gain = {pacing_gain}",
+            f"bbr_cwnd_gain = {cwnd_gain}",
+        ]
         d_enabled, d_ce, d_alpha, d_ab_ecn, d_ab_tot = struct.unpack("=HHIII", cc[:16])
-        parts += [f"dctcp_enabled = {d_enabled}", f"dctcp_ce_state = {d_ce}",
-                  f"dctcp_alpha = {d_alpha}", f"dctcp_ab_ecn = {d_ab_ecn}",
-                  f"dctcp_ab_tot = {d_ab_tot}"]
+        parts += [
+            f"dctcp_enabled = {d_enabled}",
+            f"dctcp_ce_state = {d_ce}",
+            f"dctcp_alpha = {d_alpha}",
+            f"dctcp_ab_ecn = {d_ab_ecn}",
+            f"dctcp_ab_tot = {d_ab_tot}",
+        ]
         v_enabled, v_rttcnt, v_rtt, v_minrtt = struct.unpack("=4I", cc[:16])
-        parts += [f"tcpv_enabled = {v_enabled}", f"tcpv_rttcnt = {v_rttcnt}",
-                  f"tcp_rtt = {v_rtt}", f"tcp_minrtt = {v_minrtt}"]
+        parts += [
+            f"tcpv_enabled = {v_enabled}",
+            f"tcpv_rttcnt = {v_rttcnt}",
+            f"tcp_rtt = {v_rtt}",
+            f"tcp_minrtt = {v_minrtt}",
+        ]
         mem = struct.unpack("=9I", snap.meminfo.ljust(36, b"\0")[:36])
         parts.extend(
             f"SK_MEMINFO_{name} = {value}" for name, value in zip(_MEMINFO, mem, strict=True)
@@ -132,9 +190,11 @@ def run_code(path: str, snapshots: list[CodeSnapshot], command: str, verbose: bo
             print(f"running: '{command} {file_name}'", flush=True)
         reason = run_shell(f"{command} {file_name}")
         if reason:
-            raise RuntimeFailure(f"{path}: error executing code: '{command}' returned "
-                                 f"{reason}" if reason.startswith("non-zero")
-                                 else f"{path}: error executing code: '{command}' {reason}")
+            raise RuntimeFailure(
+                f"{path}: error executing code: '{command}' returned {reason}"
+                if reason.startswith("non-zero")
+                else f"{path}: error executing code: '{command}' {reason}"
+            )
     finally:
         os.unlink(file_name)
 
@@ -165,8 +225,15 @@ def run_shell(command: str) -> str:
     or upstream's reason text (``non-zero status N``, ``got signal N (name)``)."""
     env = dict(os.environ, PACKETDRILL_PID=str(os.getpid()))
     env.setdefault("NSTAT_HISTORY", _NSTAT_HISTORY)
-    proc = Process(["/bin/sh", "-c", command], stdin=None, stdout=None, stderr=None, env=env,
-                   process_group=0, setup=normal_scheduling)
+    proc = Process(
+        ["/bin/sh", "-c", command],
+        stdin=None,
+        stdout=None,
+        stderr=None,
+        env=env,
+        process_group=0,
+        setup=normal_scheduling,
+    )
     _HELPER_GROUPS.append(proc.pid)
     try:
         status = proc.wait()
@@ -179,4 +246,3 @@ def run_shell(command: str) -> str:
     if status > 0:
         return f"non-zero status {status}"
     return ""
-

@@ -16,20 +16,46 @@ from .tolerance import Tolerance
 # name -> "required" | "none" ; every long option upstream knows (wire/so/psp ones included so
 # that they parse and can be rejected with a clear message).
 OPTIONS: dict[str, str] = {
-    "ip_version": "required", "bind_port": "required", "connect_port": "required",
-    "local_ip": "required", "remote_ip": "required", "gateway_ip": "required",
-    "netmask_ip": "required", "tolerance_usecs": "required", "tolerance_percent": "required",
-    "mss": "required", "mtu": "required", "speed": "required", "init_scripts": "required",
-    "tcp_ts_tick_usecs": "required", "tcp_ts_ecr_scaled": "none", "strict_segments": "none",
-    "non_fatal": "required", "dry_run": "none", "send_omit_free": "none", "is_anyip": "none",
-    "code_command": "required", "code_format": "required", "code_sockopt": "required",
-    "define": "required", "verbose": "none", "debug": "none",
-    "wire_client": "none", "wire_server": "none", "wire_server_ip": "required",
-    "wire_server_at": "required", "wire_server_port": "required", "wire_client_dev": "required",
-    "wire_server_dev": "required", "so_filename": "required", "so_flags": "required",
+    "ip_version": "required",
+    "bind_port": "required",
+    "connect_port": "required",
+    "local_ip": "required",
+    "remote_ip": "required",
+    "gateway_ip": "required",
+    "netmask_ip": "required",
+    "tolerance_usecs": "required",
+    "tolerance_percent": "required",
+    "mss": "required",
+    "mtu": "required",
+    "speed": "required",
+    "init_scripts": "required",
+    "tcp_ts_tick_usecs": "required",
+    "tcp_ts_ecr_scaled": "none",
+    "strict_segments": "none",
+    "non_fatal": "required",
+    "dry_run": "none",
+    "send_omit_free": "none",
+    "is_anyip": "none",
+    "code_command": "required",
+    "code_format": "required",
+    "code_sockopt": "required",
+    "define": "required",
+    "verbose": "none",
+    "debug": "none",
+    "wire_client": "none",
+    "wire_server": "none",
+    "wire_server_ip": "required",
+    "wire_server_at": "required",
+    "wire_server_port": "required",
+    "wire_client_dev": "required",
+    "wire_server_dev": "required",
+    "so_filename": "required",
+    "so_flags": "required",
     "psp_udp_port": "required",
     # netregress extensions (never needed by scripts; used by runners):
-    "tolerance_late_usecs": "required", "pcap": "required", "result_json": "required",
+    "tolerance_late_usecs": "required",
+    "pcap": "required",
+    "result_json": "required",
 }
 
 UNSUPPORTED_MODES = {
@@ -129,8 +155,15 @@ def _origin(where: str) -> str:
 def _apply_flag(cfg: Config, name: str) -> None:
     if name in UNSUPPORTED_MODES:
         cfg.unsupported = UNSUPPORTED_MODES[name]
-    elif name in ("tcp_ts_ecr_scaled", "strict_segments", "dry_run", "send_omit_free",
-                  "is_anyip", "verbose", "debug"):
+    elif name in (
+        "tcp_ts_ecr_scaled",
+        "strict_segments",
+        "dry_run",
+        "send_omit_free",
+        "is_anyip",
+        "verbose",
+        "debug",
+    ):
         setattr(cfg, name, True)
 
 
@@ -148,14 +181,17 @@ def _apply_valued(cfg: Config, name: str, value: str, where: str) -> None:
         cfg.remote_ip = address
         cfg.remote_prefix = _int(prefix, name, where, 0, 128) if prefix else None
     elif name == "tolerance_usecs":
-        cfg.tolerance = replace(cfg.tolerance, usecs=_int(value, name, where, 1, 2**31 - 1),
-                                base_from=_origin(where))
+        cfg.tolerance = replace(
+            cfg.tolerance, usecs=_int(value, name, where, 1, 2**31 - 1), base_from=_origin(where)
+        )
     elif name == "tolerance_percent":
-        cfg.tolerance = replace(cfg.tolerance, percent=_float(value, name, where, 0.0, 100.0),
-                                base_from=_origin(where))
+        cfg.tolerance = replace(
+            cfg.tolerance, percent=_float(value, name, where, 0.0, 100.0), base_from=_origin(where)
+        )
     elif name == "tolerance_late_usecs":
-        cfg.tolerance = cfg.tolerance.with_slack(_int(value, name, where, 0, 60_000_000),
-                                                 _origin(where))
+        cfg.tolerance = cfg.tolerance.with_slack(
+            _int(value, name, where, 0, 60_000_000), _origin(where)
+        )
     elif name == "mss":
         cfg.mss = _int(value, name, where, 1, 65535)
     elif name == "mtu":
@@ -207,8 +243,9 @@ def finalize(cfg: Config) -> None:
     if v6:
         if not cfg.local_ip:
             host = _random_host(32) or 1
-            cfg.local_ip = str(ipaddress.IPv6Address(
-                int(ipaddress.IPv6Address("fd3d:fa7b:d17d::")) + host))
+            cfg.local_ip = str(
+                ipaddress.IPv6Address(int(ipaddress.IPv6Address("fd3d:fa7b:d17d::")) + host)
+            )
         cfg.gateway_ip = cfg.gateway_ip or "fd3d:fa7b:d17d:8888::"
         if not cfg.remote_ip:
             cfg.remote_ip, cfg.remote_prefix = "2001:db8::1", 32

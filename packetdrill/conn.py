@@ -54,9 +54,9 @@ class Conn:
     accepted: bool = False
     children: list["Conn"] = field(default_factory=list)
     ts_map: dict[int, int] = field(default_factory=dict)
-    ts_first: tuple[int, int] | None = None          # (script val, live val)
+    ts_first: tuple[int, int] | None = None  # (script val, live val)
     flowlabels: dict[int, int] = field(default_factory=dict)
-    addresses_known: bool = False                     # an outbound packet of it was sniffed
+    addresses_known: bool = False  # an outbound packet of it was sniffed
 
 
 def _flags(spec: TcpSpec) -> int:
@@ -64,14 +64,23 @@ def _flags(spec: TcpSpec) -> int:
     for ch in spec.flags:
         bits |= FLAG_BITS[ch]
     if spec.ace is not None:
-        bits |= (ECE if spec.ace & 1 else 0) | (CWR if spec.ace & 2 else 0) | \
-                (AE if spec.ace & 4 else 0)
+        bits |= (
+            (ECE if spec.ace & 1 else 0)
+            | (CWR if spec.ace & 2 else 0)
+            | (AE if spec.ace & 4 else 0)
+        )
     return bits
 
 
 def _ip(cfg: Config, src: str, dst: str, info_tos: int, ttl: int, flowlabel: int) -> IpHeader:
-    return IpHeader(6 if cfg.wire_v6 else 4, ipaddress.ip_address(src).packed,
-                    ipaddress.ip_address(dst).packed, tos=info_tos, ttl=ttl, flowlabel=flowlabel)
+    return IpHeader(
+        6 if cfg.wire_v6 else 4,
+        ipaddress.ip_address(src).packed,
+        ipaddress.ip_address(dst).packed,
+        tos=info_tos,
+        ttl=ttl,
+        flowlabel=flowlabel,
+    )
 
 
 def _tos_of(event: PacketEvent) -> int:
@@ -98,25 +107,46 @@ def build(event: PacketEvent, cfg: Config, conn: Conn | None, inbound: bool) -> 
     headers: list[Header] = []
     for encap in event.encaps:
         if encap.kind in ("ipv4", "ipv6"):
-            outer = IpHeader(4 if encap.kind == "ipv4" else 6,
-                             ipaddress.ip_address(encap.src).packed,
-                             ipaddress.ip_address(encap.dst).packed,
-                             tos=encap.ip_info.tos or (encap.ip_info.ecn or 0),
-                             ttl=encap.ip_info.ttl if encap.ip_info.ttl is not None else 255,
-                             flowlabel=encap.ip_info.flowlabel or 0)
+            outer = IpHeader(
+                4 if encap.kind == "ipv4" else 6,
+                ipaddress.ip_address(encap.src).packed,
+                ipaddress.ip_address(encap.dst).packed,
+                tos=encap.ip_info.tos or (encap.ip_info.ecn or 0),
+                ttl=encap.ip_info.ttl if encap.ip_info.ttl is not None else 255,
+                flowlabel=encap.ip_info.flowlabel or 0,
+            )
             headers.append(outer)
         elif encap.kind == "gre":
             flags, gre_sum, gre_off, key, seq = encap.gre
             headers.append(GreHeader(flags, 0, gre_sum, gre_off, key, seq, encap.gre_explicit))
         else:
             headers.append(MplsHeader(list(encap.mpls)))
-    headers.append(_ip(cfg, src, dst, _tos_of(event), info.ttl if info.ttl is not None else 255,
-                       info.flowlabel or 0))
+    headers.append(
+        _ip(
+            cfg,
+            src,
+            dst,
+            _tos_of(event),
+            info.ttl if info.ttl is not None else 255,
+            info.flowlabel or 0,
+        )
+    )
     if isinstance(l4_spec, TcpSpec):
-        headers.append(TcpHeader(sport, dport, l4_spec.start, l4_spec.ack, _flags(l4_spec),
-                                 l4_spec.win or 0, l4_spec.urg,
-                                 [TcpOption(o.kind, list(o.values), o.data, list(o.ecn_names))
-                                  for o in l4_spec.options or []]))
+        headers.append(
+            TcpHeader(
+                sport,
+                dport,
+                l4_spec.start,
+                l4_spec.ack,
+                _flags(l4_spec),
+                l4_spec.win or 0,
+                l4_spec.urg,
+                [
+                    TcpOption(o.kind, list(o.values), o.data, list(o.ecn_names))
+                    for o in l4_spec.options or []
+                ],
+            )
+        )
     elif isinstance(l4_spec, UdpSpec):
         headers.append(UdpHeader(sport, dport, 8 + l4_spec.length))
     else:
@@ -126,12 +156,12 @@ def build(event: PacketEvent, cfg: Config, conn: Conn | None, inbound: bool) -> 
     return packet
 
 
-def _build_icmp(headers: list[Header], spec: IcmpSpec, cfg: Config, conn: Conn | None
-                ) -> Packet:
+def _build_icmp(headers: list[Header], spec: IcmpSpec, cfg: Config, conn: Conn | None) -> Packet:
     rest = bytearray(4)
     if spec.mtu is not None:
-        rest = bytearray(struct.pack("!I", spec.mtu) if cfg.wire_v6 else struct.pack("!HH", 0,
-                                                                                       spec.mtu))
+        rest = bytearray(
+            struct.pack("!I", spec.mtu) if cfg.wire_v6 else struct.pack("!HH", 0, spec.mtu)
+        )
     if spec.echo_id is not None:
         rest[0:2] = struct.pack("!H", spec.echo_id)
     headers.append(IcmpHeader(spec.type, spec.code, bytes(rest)))
@@ -175,7 +205,7 @@ def map_inbound(packet: Packet, conn: Conn, cfg: Config) -> None:
     else:
         tcp.seq = (tcp.seq + conn.remote_isn) & U32
         ack_offset = conn.live_local_isn
-    if tcp.flags & ACK:   # without the ACK bit (a bare RST) the field is not a sequence number
+    if tcp.flags & ACK:  # without the ACK bit (a bare RST) the field is not a sequence number
         tcp.ack = (tcp.ack + ack_offset) & U32
     for option in tcp.options:
         if option.kind == P.TCPOPT_SACK:
@@ -189,8 +219,10 @@ def _live_ecr(script_ecr: int, conn: Conn, cfg: Config) -> int:
         return conn.ts_map[script_ecr]
     if cfg.tcp_ts_ecr_scaled and conn.ts_first is not None:
         return (script_ecr - conn.ts_first[0] + conn.ts_first[1]) & U32
-    raise RuntimeFailure(f"unable to infer live TS ecr for script TS ecr {script_ecr};  "
-                         "no matching or preceding outbound TS val")
+    raise RuntimeFailure(
+        f"unable to infer live TS ecr for script TS ecr {script_ecr};  "
+        "no matching or preceding outbound TS val"
+    )
 
 
 # --- outbound: live → script -------------------------------------------------------------
@@ -218,8 +250,9 @@ def map_outbound(packet: Packet, conn: Conn, cfg: Config) -> Packet:
         tcp.seq = (tcp.seq - conn.live_local_isn) & U32
         if tcp.flags & ACK:
             tcp.ack = (tcp.ack - conn.remote_isn) & U32
-    tcp.options = [TcpOption(o.kind, list(o.values), o.data, list(o.ecn_names))
-                   for o in tcp.options]
+    tcp.options = [
+        TcpOption(o.kind, list(o.values), o.data, list(o.ecn_names)) for o in tcp.options
+    ]
     for option in tcp.options:
         if option.kind == P.TCPOPT_SACK:
             option.values = [(v - conn.remote_isn) & U32 for v in option.values]

@@ -12,7 +12,6 @@ write, so a reply must never look older than its cause), and :meth:`Device.recei
 kernel's own timestamp of a sniffed packet (not the time we got around to reading it).
 """
 
-
 import os
 import struct
 import time
@@ -22,7 +21,7 @@ from typing import Protocol
 from .netenv import TUN_NAME, VNET_HDR_LEN
 from .sniffer import Sniffer
 
-Stamped = tuple[float, bytes]    # (seconds since the epoch, a raw IP packet)
+Stamped = tuple[float, bytes]  # (seconds since the epoch, a raw IP packet)
 
 # struct virtio_net_hdr: flags, gso_type, hdr_len, gso_size, csum_start, csum_offset.
 _VNET_HDR = struct.Struct("=BBHHHH")
@@ -59,8 +58,7 @@ class Device(Protocol):
         """Every packet injected or received so far (the run's pcap)."""
         ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...
 
 
 class TunDevice:
@@ -75,8 +73,11 @@ class TunDevice:
         self.injected: list[Stamped] = []
 
     def inject(self, raw: bytes, offload: Offload | None) -> float:
-        header = bytes(VNET_HDR_LEN) if offload is None else _VNET_HDR.pack(
-            0, _GSO_TCPV6 if offload.ipv6 else _GSO_TCPV4, 0, offload.mss, 0, 0)
+        header = (
+            bytes(VNET_HDR_LEN)
+            if offload is None
+            else _VNET_HDR.pack(0, _GSO_TCPV6 if offload.ipv6 else _GSO_TCPV4, 0, offload.mss, 0, 0)
+        )
         stamp = time.time()
         os.write(self.fd, header + raw)
         self.injected.append((stamp, raw))
@@ -104,5 +105,5 @@ class TunDevice:
         while True:
             try:
                 os.read(self.fd, 65536 + VNET_HDR_LEN)
-            except OSError:      # BlockingIOError included: the queue is empty
+            except OSError:  # BlockingIOError included: the queue is empty
                 return

@@ -56,8 +56,11 @@ def format_option(option: TcpOption) -> str:
 
 
 def format_flags(flags: int, ace_mode: bool) -> str:
-    text = "".join(ch for ch, bit in (("F", FIN), ("S", SYN), ("R", RST), ("P", PSH), (".", ACK),
-                                      ("U", URG)) if flags & bit)
+    text = "".join(
+        ch
+        for ch, bit in (("F", FIN), ("S", SYN), ("R", RST), ("P", PSH), (".", ACK), ("U", URG))
+        if flags & bit
+    )
     if ace_mode:
         ace = (1 if flags & ECE else 0) | (2 if flags & CWR else 0) | (4 if flags & AE else 0)
         return text + (str(ace) if ace else "")
@@ -80,18 +83,24 @@ def _prefix(header: IpHeader | GreHeader | MplsHeader) -> str:
         if header.flags & 0x1000:
             text += f" seq {header.seq}"
         return text + ": "
-    return "".join(f"mpls (label {label}, tc {tc},{' [S],' if bottom else ''} ttl {ttl}): "
-                   for label, tc, bottom, ttl in header.entries)
+    return "".join(
+        f"mpls (label {label}, tc {tc},{' [S],' if bottom else ''} ttl {ttl}): "
+        for label, tc, bottom, ttl in header.entries
+    )
 
 
-def dump(packet: Packet, show_win: bool = True, ace_mode: bool = False,
-         options_known: bool = True) -> str:
+def dump(
+    packet: Packet, show_win: bool = True, ace_mode: bool = False, options_known: bool = True
+) -> str:
     """One-line dump. ``show_win``/``options_known`` are False for script lines that left
     ``win`` or the options (``<...>``) unspecified."""
     headers = packet.headers
     inner_ip = max(i for i, h in enumerate(headers) if isinstance(h, IpHeader))
-    text = "".join(_prefix(h) for h in headers[:inner_ip]
-                   if not isinstance(h, (TcpHeader, UdpHeader, IcmpHeader)))
+    text = "".join(
+        _prefix(h)
+        for h in headers[:inner_ip]
+        if not isinstance(h, (TcpHeader, UdpHeader, IcmpHeader))
+    )
     l4 = packet.l4
     if isinstance(l4, UdpHeader):
         return text + f"udp ({len(packet.payload)})"

@@ -33,7 +33,7 @@ def run_script(path: str, cli_options: CliOptions) -> RunResult:
     """Parse and run ``path``; never raises for script or kernel problems."""
     started = time.monotonic()
     seen = TimingSeen()
-    tolerance = Tolerance()      # until the script and the command line have given theirs
+    tolerance = Tolerance()  # until the script and the command line have given theirs
     try:
         script, cfg = load_script(path, cli_options)
         tolerance = cfg.tolerance
@@ -42,20 +42,41 @@ def run_script(path: str, cli_options: CliOptions) -> RunResult:
         if not cfg.dry_run:
             _execute(script, cfg, seen)
     except PacketdrillError as err:
-        return RunResult(path, False, err.text, err.line,
-                         getattr(err, "expected", ""), getattr(err, "actual", ""),
-                         exit_status=1, duration=time.monotonic() - started,
-                         pcap=_pcap_of(cli_options), late_usecs=seen.late_usecs,
-                         timing_error=seen.error, late_error_usecs=seen.error_late_usecs,
-                         tolerance=tolerance)
+        return RunResult(
+            path,
+            False,
+            err.text,
+            err.line,
+            getattr(err, "expected", ""),
+            getattr(err, "actual", ""),
+            exit_status=1,
+            duration=time.monotonic() - started,
+            pcap=_pcap_of(cli_options),
+            late_usecs=seen.late_usecs,
+            timing_error=seen.error,
+            late_error_usecs=seen.error_late_usecs,
+            tolerance=tolerance,
+        )
     except Exception:  # noqa: BLE001 - an engine bug must still end as a clear failed result
         import traceback  # the error path only: keeps it out of every engine start-up
-        return RunResult(path, False, f"{path}: internal engine error (please report):\n"
-                         f"{traceback.format_exc()}", exit_status=1,
-                         duration=time.monotonic() - started, pcap=_pcap_of(cli_options),
-                         tolerance=tolerance)
-    return RunResult(path, True, duration=time.monotonic() - started, pcap=_pcap_of(cli_options),
-                     late_usecs=seen.late_usecs, tolerance=tolerance)
+
+        return RunResult(
+            path,
+            False,
+            f"{path}: internal engine error (please report):\n{traceback.format_exc()}",
+            exit_status=1,
+            duration=time.monotonic() - started,
+            pcap=_pcap_of(cli_options),
+            tolerance=tolerance,
+        )
+    return RunResult(
+        path,
+        True,
+        duration=time.monotonic() - started,
+        pcap=_pcap_of(cli_options),
+        late_usecs=seen.late_usecs,
+        tolerance=tolerance,
+    )
 
 
 def _pcap_of(cli_options: CliOptions) -> str:
@@ -68,8 +89,9 @@ def _execute(script: Script, cfg: Config, seen: TimingSeen) -> None:
     for command in cfg.init_scripts:
         reason = run_shell(command)
         if reason:
-            raise RuntimeFailure(f"{script.path}: error executing init script '{command}': "
-                                 f"{reason}")
+            raise RuntimeFailure(
+                f"{script.path}: error executing init script '{command}': {reason}"
+            )
     tun_fd = open_tun(cfg)
     check_remote_is_remote(cfg)
     port_sock, port = reserve_ephemeral_port(cfg)
@@ -111,5 +133,4 @@ def _teardown(runtime: Runtime, cfg: Config) -> None:
             pass
     if cfg.pcap:
         write_pcap(cfg.pcap, runtime.device.packets())
-        write_timeline(cfg.pcap, runtime.script.path, runtime.clock.start, runtime.timeline,
-                       cfg)
+        write_timeline(cfg.pcap, runtime.script.path, runtime.clock.start, runtime.timeline, cfg)

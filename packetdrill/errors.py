@@ -7,7 +7,6 @@ netregress's one root, :class:`netregress.errors.NetregressError`, so every entr
 alike.
 """
 
-
 from netregress.errors import NetregressError
 
 
@@ -42,8 +41,9 @@ class RuntimeFailure(PacketdrillError):
     failure was found while verifying a sniffed packet, so reports can show both.
     """
 
-    def __init__(self, text: str, line: int | None = None, expected: str = "",
-                 actual: str = "") -> None:
+    def __init__(
+        self, text: str, line: int | None = None, expected: str = "", actual: str = ""
+    ) -> None:
         super().__init__(text, line)
         self.expected = expected
         self.actual = actual

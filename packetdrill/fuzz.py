@@ -20,15 +20,75 @@ from .errors import ConfigError, ScriptError
 from .loader import load_script
 
 # Fragments of the language, spliced in where a token was: each is valid somewhere.
-PIECES = ["0", "+0", "+.1", "*", "...", "~", "<", ">", "S", "S.", "P.", ".", "F.", "1:1(0)",
-          "1:1001(1000)", "ack", "win", "257", "<mss 1460,nop,wscale 7>", "<...>", "udp", "icmp",
-          "(10)", "[ect0]", "socket(..., SOCK_STREAM, IPPROTO_TCP)", "= 3", "= -1", "EAGAIN",
-          "(Resource temporarily unavailable)", "read(3, ..., 10)", "`true`", "%{ x=1 }%",
-          "--tolerance_usecs=", "--ip_version=ipv6", "//c\n", "/* c */", "\n", " ", "{", "}",
-          "[", "]", ",", "|", "=", '"s"', "0x10", "-1", "1e5", "ipv4 1.2.3.4 > 5.6.7.8:",
-          "gre:", "mpls (label 1, tc 0, [S], ttl 1):", "TS val 1 ecr 0", "sack 1:2", "FO",
-          'inet6_addr("::1")', "unreachable", "frag_needed", "mtu", "id", "(tos 0x10)",
-          "(ttl 1)", "[raw (36)]", "{ee_errno=0}", "msg_flags=0", "cmsg_data=1", "htons(1)"]
+PIECES = [
+    "0",
+    "+0",
+    "+.1",
+    "*",
+    "...",
+    "~",
+    "<",
+    ">",
+    "S",
+    "S.",
+    "P.",
+    ".",
+    "F.",
+    "1:1(0)",
+    "1:1001(1000)",
+    "ack",
+    "win",
+    "257",
+    "<mss 1460,nop,wscale 7>",
+    "<...>",
+    "udp",
+    "icmp",
+    "(10)",
+    "[ect0]",
+    "socket(..., SOCK_STREAM, IPPROTO_TCP)",
+    "= 3",
+    "= -1",
+    "EAGAIN",
+    "(Resource temporarily unavailable)",
+    "read(3, ..., 10)",
+    "`true`",
+    "%{ x=1 }%",
+    "--tolerance_usecs=",
+    "--ip_version=ipv6",
+    "//c\n",
+    "/* c */",
+    "\n",
+    " ",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    "|",
+    "=",
+    '"s"',
+    "0x10",
+    "-1",
+    "1e5",
+    "ipv4 1.2.3.4 > 5.6.7.8:",
+    "gre:",
+    "mpls (label 1, tc 0, [S], ttl 1):",
+    "TS val 1 ecr 0",
+    "sack 1:2",
+    "FO",
+    'inet6_addr("::1")',
+    "unreachable",
+    "frag_needed",
+    "mtu",
+    "id",
+    "(tos 0x10)",
+    "(ttl 1)",
+    "[raw (36)]",
+    "{ee_errno=0}",
+    "msg_flags=0",
+    "cmsg_data=1",
+    "htons(1)",
+]
 _TOKEN = re.compile(r"\S+")
 _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?|0x[0-9a-fA-F]+")
 _MAX_DEPTH = 2000
@@ -67,12 +127,12 @@ def token_edit(text: str, rng: random.Random, _: list[str]) -> str:
         new = ""
     else:
         new = " ".join([token.group()] * rng.randrange(2, 6))
-    return text[:token.start()] + new + text[token.end():]
+    return text[: token.start()] + new + text[token.end() :]
 
 
 def truncate(text: str, rng: random.Random, _: list[str]) -> str:
     """The file ends early (an editor crash, a partial copy)."""
-    return text[:rng.randrange(len(text) + 1)]
+    return text[: rng.randrange(len(text) + 1)]
 
 
 def duplicate_lines(text: str, rng: random.Random, _: list[str]) -> str:
@@ -81,7 +141,7 @@ def duplicate_lines(text: str, rng: random.Random, _: list[str]) -> str:
     if not lines:
         return text
     start = rng.randrange(len(lines))
-    block = lines[start:start + rng.randrange(1, 8)]
+    block = lines[start : start + rng.randrange(1, 8)]
     return "".join(lines[:start] + block * rng.randrange(2, 21) + lines[start:])
 
 
@@ -108,16 +168,33 @@ def huge_number(text: str, rng: random.Random, _: list[str]) -> str:
     """A number replaced by one no integer type holds (or a float that overflows)."""
     numbers = list(_NUMBER.finditer(text))
     digits = "".join(rng.choice("0123456789") for _ in range(rng.randrange(15, 400)))
-    new = rng.choice([f"9{digits}", f"-9{digits}", f"0x{digits}", f"9{digits}.5",
-                      f".{digits}", "4294967296", "-2147483649", "18446744073709551616"])
+    new = rng.choice(
+        [
+            f"9{digits}",
+            f"-9{digits}",
+            f"0x{digits}",
+            f"9{digits}.5",
+            f".{digits}",
+            "4294967296",
+            "-2147483649",
+            "18446744073709551616",
+        ]
+    )
     if not numbers:
         return new + text
     number = rng.choice(numbers)
-    return text[:number.start()] + new + text[number.end():]
+    return text[: number.start()] + new + text[number.end() :]
 
 
-MUTATORS: list[Mutator] = [byte_edit, token_edit, truncate, duplicate_lines, splice_line,
-                           deep_nesting, huge_number]
+MUTATORS: list[Mutator] = [
+    byte_edit,
+    token_edit,
+    truncate,
+    duplicate_lines,
+    splice_line,
+    deep_nesting,
+    huge_number,
+]
 
 
 def mutate(text: str, rng: random.Random, corpus: list[str]) -> str:
@@ -161,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     texts = [p.read_text(encoding="latin-1") for p in paths]
     from .variants import VARIANTS, variant_options
+
     variants = [variant_options(v) for v in VARIANTS] + [[]]
     crashes = 0
     slowest = 0.0
@@ -172,12 +250,16 @@ def main(argv: list[str] | None = None) -> int:
             check(text, rng.choice(variants))
         except Exception as err:  # noqa: BLE001 - every crash is the finding we report
             crashes += 1
-            print(f"case {case} (seed {seed}): {type(err).__name__}: {err}\n{text!r}\n",
-                  file=sys.stderr)
+            print(
+                f"case {case} (seed {seed}): {type(err).__name__}: {err}\n{text!r}\n",
+                file=sys.stderr,
+            )
         slowest = max(slowest, time.monotonic() - one)
     wall = time.monotonic() - started
-    print(f"{args.cases} mutants of {len(paths)} scripts (seed {seed}): {crashes} crashes, "
-          f"{wall:.1f} s, {args.cases / wall:.0f} cases/s, slowest {slowest * 1e3:.1f} ms")
+    print(
+        f"{args.cases} mutants of {len(paths)} scripts (seed {seed}): {crashes} crashes, "
+        f"{wall:.1f} s, {args.cases / wall:.0f} cases/s, slowest {slowest * 1e3:.1f} ms"
+    )
     return 1 if crashes else 0
 
 

@@ -10,13 +10,15 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-KEYWORDS = frozenset("""
+KEYWORDS = frozenset(
+    """
 sa_family sin_port sin_addr msg_name msg_iov msg_flags msg_control cmsg_data cmsg_level
 cmsg_type ee_errno ee_origin ee_type ee_code ee_info ee_data scm_sec scm_nsec fd u32 u64 ptr
 events revents onoff linger htons ipv4 ipv6 icmp udp GREv0 gre raw sum off key seq none checksum
 sequence# present encap psp spi mpls label tc ttl inet_addr inet6_addr ack eol ecr mss mtu nop
 sack sackOK md5 TS FO FOEXP ECN e0b e1b ceb tos flowlabel flags Flags val win urg wscale ect01
-ect0 ect1 noecn ce id""".split())
+ect0 ect1 noecn ce id""".split()
+)
 
 # Rules in priority order; (kind, regex). Keywords are handled separately because they are
 # literal strings (one contains '#', which no regex class below covers).
@@ -102,11 +104,16 @@ def _match_keyword(text: str, pos: int) -> tuple[int, str]:
 def _define_token(value: str, line: int) -> Token:
     """Turn a ``-D`` value into the token it stands for (docs/packetdrill-language.md §2.6)."""
     if value.startswith('"'):
-        return Token("STRING", value if value.endswith('"') and len(value) > 1 else value + '"',
-                     line, line)
+        return Token(
+            "STRING", value if value.endswith('"') and len(value) > 1 else value + '"', line, line
+        )
     if value.startswith("`"):
-        return Token("BACKQUOTE", value if value.endswith("`") and len(value) > 1 else value + "`",
-                     line, line)
+        return Token(
+            "BACKQUOTE",
+            value if value.endswith("`") and len(value) > 1 else value + "`",
+            line,
+            line,
+        )
     number = _strtol(value)
     if number is not None:
         return Token("INTEGER", str(number), line, line)
@@ -148,7 +155,7 @@ def tokenize(text: str, defines: dict[str, str] | None = None) -> list[Token]:
         v6_len = _match_ipv6(text, pos)
         if v6_len > best_len:
             best_kind, best_len = "IPV6", v6_len
-        piece = text[pos:pos + best_len]
+        piece = text[pos : pos + best_len]
         end_line = line + piece.count("\n")
         if best_kind == "KW":
             piece = kw

@@ -22,8 +22,9 @@ def read_script(path: str) -> str:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as err:
-        raise ScriptError(f"parse error: stat() of script file '{path}': "
-                          f"{os.strerror(err.errno or 0)}") from None
+        raise ScriptError(
+            f"parse error: stat() of script file '{path}': {os.strerror(err.errno or 0)}"
+        ) from None
     return data.decode("latin-1")
 
 
@@ -33,8 +34,9 @@ def load_config(path: str, cli_options: CliOptions, text: str | None = None) -> 
     return _configure(path, cli_options, text)[1]
 
 
-def load_script(path: str, cli_options: CliOptions, text: str | None = None
-                ) -> tuple[Script, Config]:
+def load_script(
+    path: str, cli_options: CliOptions, text: str | None = None
+) -> tuple[Script, Config]:
     """Parse ``path`` (or ``text``, attributed to ``path``) into a script and its config."""
     parser, cfg = _configure(path, cli_options, text)
     init, events, cleanup = parser.parse_body()

@@ -37,8 +37,10 @@ from .wire import (
 
 def _field(name: str, expected: int, actual: int) -> None:
     if expected != actual:
-        raise RuntimeFailure(f"live packet field {name}: expected: {expected} (0x{expected:x}) "
-                             f"vs actual: {actual} (0x{actual:x})")
+        raise RuntimeFailure(
+            f"live packet field {name}: expected: {expected} (0x{expected:x}) "
+            f"vs actual: {actual} (0x{actual:x})"
+        )
 
 
 def layer_name(header: Header) -> str:
@@ -54,18 +56,23 @@ def check_ip_checksums(actual: Packet) -> None:
         raise RuntimeFailure("bad outbound IP checksum")
 
 
-def verify(expected: Packet, actual: Packet, event: PacketEvent, cfg: Config,
-           ts_tolerance: int) -> None:
+def verify(
+    expected: Packet, actual: Packet, event: PacketEvent, cfg: Config, ts_tolerance: int
+) -> None:
     """Raise :class:`RuntimeFailure` with the first difference (``actual`` already mapped)."""
     if len(expected.headers) != len(actual.headers):
-        raise RuntimeFailure(f"live packet header layers: expected: {len(expected.headers)} "
-                             f"headers vs actual: {len(actual.headers)} headers")
+        raise RuntimeFailure(
+            f"live packet header layers: expected: {len(expected.headers)} "
+            f"headers vs actual: {len(actual.headers)} headers"
+        )
     for i, (want, got) in enumerate(zip(expected.headers, actual.headers, strict=True)):
         if layer_name(want) != layer_name(got) or (
-                isinstance(want, IpHeader) and isinstance(got, IpHeader)
-                and want.version != got.version):
-            raise RuntimeFailure(f"live packet header layer {i}: expected: {layer_name(want)} "
-                                 f"header vs actual: {layer_name(got)} header")
+            isinstance(want, IpHeader) and isinstance(got, IpHeader) and want.version != got.version
+        ):
+            raise RuntimeFailure(
+                f"live packet header layer {i}: expected: {layer_name(want)} "
+                f"header vs actual: {layer_name(got)} header"
+            )
     spec = event.l4
     extra_opts = 0
     if isinstance(spec, TcpSpec) and spec.options is None:
@@ -77,7 +84,7 @@ def verify(expected: Packet, actual: Packet, event: PacketEvent, cfg: Config,
     for i, (want, got) in enumerate(zip(expected.headers, actual.headers, strict=True)):
         if isinstance(want, IpHeader) and isinstance(got, IpHeader):
             _check_ip(want, got, lengths[i], event if i == inner else None)
-            if i != inner:   # an encapsulation header: headers[i] is event.encaps[i]
+            if i != inner:  # an encapsulation header: headers[i] is event.encaps[i]
                 _check_outer_ip(i, want, got, event.encaps[i].ip_info)
         elif isinstance(want, GreHeader) and isinstance(got, GreHeader):
             _check_gre(want, got)
@@ -114,7 +121,7 @@ def _layer_lengths(packet: Packet, extra: int) -> list[int]:
 def _check_ip(want: IpHeader, got: IpHeader, length: int, event: PacketEvent | None) -> None:
     info = event.ip_info if event else None
     if event is not None and not isinstance(event.l4, (TcpSpec, UdpSpec)):
-        length = got.length   # ICMP errors quote as much as fits: only type and code count
+        length = got.length  # ICMP errors quote as much as fits: only type and code count
     if want.version == 4:
         _field("ipv4_version", 4, got.version)
         _field("ipv4_protocol", want.proto, got.proto)
@@ -132,30 +139,37 @@ def _check_outer_ip(index: int, want: IpHeader, got: IpHeader, info: IpInfo) -> 
     """An outbound encapsulation header's literal addresses and written TOS/TTL (upstream
     compares neither; nothing a script writes may pass unchecked)."""
     if (want.src, want.dst) != (got.src, got.dst):
-        raise RuntimeFailure(f"live packet header layer {index} addresses: expected: "
-                             f"{ip_address(want.src)} > {ip_address(want.dst)} vs actual: "
-                             f"{ip_address(got.src)} > {ip_address(got.dst)}")
+        raise RuntimeFailure(
+            f"live packet header layer {index} addresses: expected: "
+            f"{ip_address(want.src)} > {ip_address(want.dst)} vs actual: "
+            f"{ip_address(got.src)} > {ip_address(got.dst)}"
+        )
     _check_ip_info(info, want.version, got)
 
 
 def _check_ip_info(info: IpInfo, version: int, got: IpHeader) -> None:
     if info.ecn == ECT01:
         if got.tos & 3 not in (1, 2):
-            raise RuntimeFailure("live packet field ip_ecn: expected: 0x1 or 0x2 vs actual: "
-                                 f"0x{got.tos & 3:x}")
+            raise RuntimeFailure(
+                f"live packet field ip_ecn: expected: 0x1 or 0x2 vs actual: 0x{got.tos & 3:x}"
+            )
     elif info.ecn is not None:
         _field("ip_ecn", info.ecn, got.tos & 3)
     elif info.tos is not None:
         _field("tos", info.tos, got.tos)
-    if info.ttl is not None:   # upstream skips 255 ("no check"); a written TTL is checked
+    if info.ttl is not None:  # upstream skips 255 ("no check"); a written TTL is checked
         _field("ipv4_ttl" if version == 4 else "ipv6_hop_limit", info.ttl, got.ttl)
 
 
 def _check_gre(want: GreHeader, got: GreHeader) -> None:
     pairs = [("flags", want.flags, got.flags), ("proto", want.proto, got.proto)]
     if want.explicit:
-        pairs += [("sum", want.sum, got.sum), ("off", want.off, got.off),
-                  ("key", want.key, got.key), ("seq", want.seq, got.seq)]
+        pairs += [
+            ("sum", want.sum, got.sum),
+            ("off", want.off, got.off),
+            ("key", want.key, got.key),
+            ("seq", want.seq, got.seq),
+        ]
     for name, a, b in pairs:
         if name == "proto" and not a:
             continue
@@ -177,8 +191,14 @@ def _check_l4(expected: Packet, actual: Packet, spec: object) -> None:
         assert isinstance(spec, TcpSpec)
         if spec.options is not None:
             _field("tcp_data_offset", 5 + _opt_words(want), got.doff // 4)
-        for name, bit in (("fin", FIN), ("syn", SYN), ("rst", RST), ("psh", PSH), ("ack", ACK),
-                          ("urg", URG)):
+        for name, bit in (
+            ("fin", FIN),
+            ("syn", SYN),
+            ("rst", RST),
+            ("psh", PSH),
+            ("ack", ACK),
+            ("urg", URG),
+        ):
             _field(f"tcp_{name}", int(bool(want.flags & bit)), int(bool(got.flags & bit)))
         if spec.ace is not None:
             _field("tcp_ace", _ace(want.flags), _ace(got.flags))
@@ -199,7 +219,7 @@ def _check_l4(expected: Packet, actual: Packet, spec: object) -> None:
         if isinstance(spec, IcmpSpec) and spec.mtu is not None:
             # The MTU is the header's last 2 (ICMPv4) or 4 (ICMPv6) bytes.
             size = 4 if expected.inner_ip.version == 6 else 2
-            _field("icmp_mtu", spec.mtu, int.from_bytes(got.rest[4 - size:], "big"))
+            _field("icmp_mtu", spec.mtu, int.from_bytes(got.rest[4 - size :], "big"))
 
 
 def _opt_words(tcp: TcpHeader) -> int:
@@ -210,8 +230,9 @@ def _ace(flags: int) -> int:
     return (1 if flags & ECE else 0) | (2 if flags & CWR else 0) | (4 if flags & AE else 0)
 
 
-def _check_options(want: list[TcpOption], got: list[TcpOption], cfg: Config,
-                   ts_tolerance: int) -> None:
+def _check_options(
+    want: list[TcpOption], got: list[TcpOption], cfg: Config, ts_tolerance: int
+) -> None:
     if [o.kind for o in want] != [o.kind for o in got]:
         raise RuntimeFailure("bad outbound TCP options")
     for a, b in zip(want, got, strict=True):
@@ -224,14 +245,18 @@ def _check_options(want: list[TcpOption], got: list[TcpOption], cfg: Config,
             # Upstream never compares the echo reply; it is exact (the inbound TS val the
             # kernel echoes is sent unmapped), so a wrong one must not pass.
             if a.values[1] != b.values[1]:
-                raise RuntimeFailure(f"bad outbound TCP timestamp echo reply: expected: "
-                                     f"{a.values[1]} actual: {b.values[1]}")
+                raise RuntimeFailure(
+                    f"bad outbound TCP timestamp echo reply: expected: "
+                    f"{a.values[1]} actual: {b.values[1]}"
+                )
             continue
         raw_a, raw_b = encode_tcp_options([a]), encode_tcp_options([b])
         if raw_a != raw_b:
             what = "bad length" if len(raw_a) != len(raw_b) else "bad value"
-            raise RuntimeFailure(f"{what} in outbound TCP option (kind={a.kind}): expected: "
-                                 f"{format_option(a)} actual: {format_option(b)}")
+            raise RuntimeFailure(
+                f"{what} in outbound TCP option (kind={a.kind}): expected: "
+                f"{format_option(a)} actual: {format_option(b)}"
+            )
 
 
 # --- TSO super-segments ------------------------------------------------------------------

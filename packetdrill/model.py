@@ -14,10 +14,10 @@ class EventTime:
 
     usecs: int = 0
     relative: bool = False
-    any_time: bool = False            # `*`
-    end_usecs: int | None = None      # `A~B` range end
+    any_time: bool = False  # `*`
+    end_usecs: int | None = None  # `A~B` range end
     end_relative: bool = False
-    blocking_end: int | None = None   # `T...E`
+    blocking_end: int | None = None  # `T...E`
 
 
 @dataclass
@@ -25,7 +25,7 @@ class IpInfo:
     """``(...)``/``[...]`` after the direction: ECN/TOS, flow label, TTL
     (docs/packetdrill-language.md §5.2)."""
 
-    ecn: int | None = None            # 0..3, or ECT01 for "ect0 or ect1"
+    ecn: int | None = None  # 0..3, or ECT01 for "ect0 or ect1"
     tos: int | None = None
     flowlabel: int | None = None
     ttl: int | None = None
@@ -38,11 +38,11 @@ ECT01 = -1
 class Encap:
     """One encapsulation prefix (outer IP, GRE or MPLS header), outermost first."""
 
-    kind: str                          # "ipv4" | "ipv6" | "gre" | "mpls"
+    kind: str  # "ipv4" | "ipv6" | "gre" | "mpls"
     src: str = ""
     dst: str = ""
     ip_info: IpInfo = field(default_factory=IpInfo)
-    gre: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)   # flags, sum, off, key, seq
+    gre: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)  # flags, sum, off, key, seq
     gre_explicit: bool = False
     mpls: list[tuple[int, int, bool, int]] = field(default_factory=list)
 
@@ -60,15 +60,15 @@ class TcpOption:
 
 @dataclass
 class TcpSpec:
-    flags: str                         # letters among "FSRP.UEWA"
-    ace: int | None                    # AccECN ACE digit, when one was written
+    flags: str  # letters among "FSRP.UEWA"
+    ace: int | None  # AccECN ACE digit, when one was written
     start: int
     end: int
     length: int
     ack: int = 0
     win: int | None = None
     urg: int = 0
-    options: list[TcpOption] | None = field(default_factory=list)   # None means `<...>`
+    options: list[TcpOption] | None = field(default_factory=list)  # None means `<...>`
     sport: int = 0
     dport: int = 0
 
@@ -86,12 +86,12 @@ class IcmpSpec:
     code: int
     mtu: int | None = None
     echo_id: int | None = None
-    echoed: tuple[str, int, int, int] | None = None   # ("tcp", start, end, len) | ("udp", len) ...
+    echoed: tuple[str, int, int, int] | None = None  # ("tcp", start, end, len) | ("udp", len) ...
 
 
 @dataclass
 class PacketEvent:
-    direction: str                     # "<" inbound, ">" outbound
+    direction: str  # "<" inbound, ">" outbound
     l4: TcpSpec | UdpSpec | IcmpSpec
     ip_info: IpInfo = field(default_factory=IpInfo)
     encaps: list[Encap] = field(default_factory=list)

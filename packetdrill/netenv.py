@@ -44,8 +44,13 @@ class ChildRun:
 def run_child(argv: list[str], script: str, timeout: float) -> ChildRun:
     """Run *argv* from *script*'s folder, as upstream's corpus runner does (scripts name
     ``./defaults.sh``-style paths), killed with us and after *timeout* seconds."""
-    proc = Process(argv, stdin=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                   cwd=os.path.dirname(os.path.abspath(script)))
+    proc = Process(
+        argv,
+        stdin=None,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=os.path.dirname(os.path.abspath(script)),
+    )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
         status, timed_out = proc.returncode, False
@@ -53,8 +58,9 @@ def run_child(argv: list[str], script: str, timeout: float) -> ChildRun:
         proc.kill()
         stdout, stderr = proc.communicate()
         status, timed_out = 1, True
-    return ChildRun(status, stdout.decode(errors="replace"), stderr.decode(errors="replace"),
-                    timed_out)
+    return ChildRun(
+        status, stdout.decode(errors="replace"), stderr.decode(errors="replace"), timed_out
+    )
 
 
 def realtime_priority() -> None:
@@ -64,8 +70,9 @@ def realtime_priority() -> None:
     if (os.cpu_count() or 1) < 2:
         return
     try:
-        os.sched_setscheduler(0, os.SCHED_RR,
-                              os.sched_param(os.sched_get_priority_min(os.SCHED_RR)))
+        os.sched_setscheduler(
+            0, os.SCHED_RR, os.sched_param(os.sched_get_priority_min(os.SCHED_RR))
+        )
     except OSError:
         pass
 
@@ -79,8 +86,10 @@ def enter_fresh_netns() -> None:
     """Move the calling thread into a new, empty network namespace and bring ``lo`` up."""
     if _libc.unshare(CLONE_NEWNET) != 0:
         err = ctypes.get_errno()
-        raise RuntimeFailure(f"unshare(CLONE_NEWNET) failed: {os.strerror(err)} "
-                             "(the engine needs root / CAP_SYS_ADMIN)")
+        raise RuntimeFailure(
+            f"unshare(CLONE_NEWNET) failed: {os.strerror(err)} "
+            "(the engine needs root / CAP_SYS_ADMIN)"
+        )
     set_link_up("lo")
 
 
@@ -88,8 +97,9 @@ def set_link_up(name: str) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         request = struct.pack("16sh", name.encode(), 0)
         flags = struct.unpack("16sh", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
-        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sh", name.encode(),
-                                                    flags | IFF_UP | IFF_RUNNING))
+        fcntl.ioctl(
+            sock, SIOCSIFFLAGS, struct.pack("16sh", name.encode(), flags | IFF_UP | IFF_RUNNING)
+        )
 
 
 def _set_mtu(name: str, mtu: int) -> None:
@@ -104,8 +114,11 @@ def open_tun(cfg: Config) -> int:
     except OSError as err:
         raise RuntimeFailure(f"open tun device: {err.strerror}") from None
     try:
-        fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", TUN_NAME.encode(),
-                                               IFF_TUN | IFF_NO_PI | IFF_VNET_HDR))
+        fcntl.ioctl(
+            fd,
+            TUNSETIFF,
+            struct.pack("16sH", TUN_NAME.encode(), IFF_TUN | IFF_NO_PI | IFF_VNET_HDR),
+        )
         fcntl.ioctl(fd, TUNSETOFFLOAD, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN)
         if cfg.mtu not in (0, 1500):
             _set_mtu(TUN_NAME, cfg.mtu)
@@ -122,19 +135,27 @@ def _configure_addresses(cfg: Config) -> None:
     lines = []
     if not cfg.is_anyip:
         nodad = " nodad" if cfg.wire_v6 else ""
-        lines.append(f"addr add {cfg.local_ip}/{local_prefix_len(cfg)} dev {TUN_NAME}"
-                     f"{nodad}")
+        lines.append(f"addr add {cfg.local_ip}/{local_prefix_len(cfg)} dev {TUN_NAME}{nodad}")
     via = "" if cfg.is_anyip else f" via {cfg.gateway_ip}"
     route = f"route add {remote_network(cfg)} dev {TUN_NAME}{via}"
     lines.append(route)
-    done = subprocess.run(["ip", family, "-batch", "-"], input="\n".join(lines) + "\n", text=True,
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        ["ip", family, "-batch", "-"],
+        input="\n".join(lines) + "\n",
+        text=True,
+        capture_output=True,
+        check=False,
+    )
     if done.returncode != 0:
-        raise RuntimeFailure(f"error executing route command 'ip {family} {route}': "
-                             f"{done.stderr.strip()}")
+        raise RuntimeFailure(
+            f"error executing route command 'ip {family} {route}': {done.stderr.strip()}"
+        )
     if cfg.speed is not None:
-        subprocess.run(["ethtool", "-s", TUN_NAME, "speed", str(cfg.speed), "autoneg", "off"],
-                       capture_output=True, check=False)
+        subprocess.run(
+            ["ethtool", "-s", TUN_NAME, "speed", str(cfg.speed), "autoneg", "off"],
+            capture_output=True,
+            check=False,
+        )
 
 
 def check_remote_is_remote(cfg: Config) -> None:

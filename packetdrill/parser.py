@@ -30,9 +30,11 @@ from .model import (
 )
 
 _ECN_WORDS = {"noecn": 0, "ect1": 1, "ect0": 2, "ce": 3, "ect01": ECT01}
-_STRUCT_KEYS = frozenset("""sa_family sin_port sin_addr msg_name msg_iov msg_flags msg_control
+_STRUCT_KEYS = frozenset(
+    """sa_family sin_port sin_addr msg_name msg_iov msg_flags msg_control
 cmsg_data cmsg_level cmsg_type ee_errno ee_origin ee_type ee_code ee_info ee_data scm_sec
-scm_nsec fd u32 u64 ptr events revents onoff linger""".split())
+scm_nsec fd u32 u64 ptr events revents onoff linger""".split()
+)
 _FO_MAX = {P.TCPOPT_FO: 38, P.TCPOPT_EXP: 36}
 U32 = 0xFFFFFFFF
 _S64_MAX = 2**63 - 1
@@ -76,8 +78,10 @@ class Parser:
 
     def fail(self, token: Token | None = None) -> ScriptError:
         token = token or self.tok
-        return ScriptError(f"{self.path}:{token.end_line}: parse error at '{token.text}': "
-                           f"syntax error", token.end_line)
+        return ScriptError(
+            f"{self.path}:{token.end_line}: parse error at '{token.text}': syntax error",
+            token.end_line,
+        )
 
     def semantic(self, message: str) -> ScriptError:
         line = self.head_line or self.tok.line
@@ -98,8 +102,9 @@ class Parser:
             raise self.fail()
         return self.next()
 
-    def integer(self, low: int, high: int, message: str, kinds: tuple[str, ...] = ("INTEGER",)
-                ) -> int:
+    def integer(
+        self, low: int, high: int, message: str, kinds: tuple[str, ...] = ("INTEGER",)
+    ) -> int:
         value = number(self.expect_kind(*kinds))
         if not low <= value <= high:
             raise self.semantic(message)
@@ -137,7 +142,8 @@ class Parser:
             rhs = self.expect_kind("WORD", "STRING", "BACKQUOTE")
             return f"{token.text}={rhs.text}"
         if token.kind in ("INTEGER", "WORD", "IPV4", "IPV6") or (
-                token.kind == "KW" and token.text in ("ipv4", "ipv6")):
+            token.kind == "KW" and token.text in ("ipv4", "ipv6")
+        ):
             return self.next().text
         if token.kind == "STRING":
             return self.next().value
@@ -173,13 +179,13 @@ class Parser:
         """A time in whole or fractional seconds, as usecs. Upstream keeps them in a signed
         64-bit count, so anything beyond it (a 23-digit integer, 400 digits of float) is an
         error here rather than an overflow."""
-        usecs = (float(token.text) * 1e6 if token.kind == "FLOAT"
-                 else number(token) * 1000000)
+        usecs = float(token.text) * 1e6 if token.kind == "FLOAT" else number(token) * 1000000
         if usecs < 0:
             raise self.semantic("negative time")
-        if usecs > _S64_MAX:   # upstream overflows into "time goes backward" on this line
-            raise ScriptError(f"{self.path}:{token.line}: semantic error: time out of range",
-                              token.line)
+        if usecs > _S64_MAX:  # upstream overflows into "time goes backward" on this line
+            raise ScriptError(
+                f"{self.path}:{token.line}: semantic error: time out of range", token.line
+            )
         return int(usecs)
 
     def parse_event(self) -> Event:
@@ -211,7 +217,7 @@ class Parser:
         self.head_line = token.line
         if token.is_char("<") or token.is_char(">"):
             return self.parse_packet()
-        if token.kind == "WORD":   # a syscall; like upstream, the error is at the next token
+        if token.kind == "WORD":  # a syscall; like upstream, the error is at the next token
             return self.parse_syscall()
         if token.kind == "BACKQUOTE":
             return CommandEvent(self.next().value)
@@ -249,14 +255,20 @@ class Parser:
         kernel picks the local port and the echo id, and what an ICMP message quotes is
         only checked by its size (write ``[raw (N)]``)."""
         if isinstance(l4, (TcpSpec, UdpSpec)) and (l4.sport or l4.dport):
-            raise self.semantic("unsupported: ports of an outbound packet are never "
-                                "compared (the socket's own ports are used)")
+            raise self.semantic(
+                "unsupported: ports of an outbound packet are never "
+                "compared (the socket's own ports are used)"
+            )
         if isinstance(l4, IcmpSpec) and l4.echo_id is not None:
-            raise self.semantic("unsupported: the echo id of an outbound ICMP packet is the "
-                                "kernel's choice and is never compared")
+            raise self.semantic(
+                "unsupported: the echo id of an outbound ICMP packet is the "
+                "kernel's choice and is never compared"
+            )
         if isinstance(l4, IcmpSpec) and l4.echoed is not None and l4.echoed[0] != "raw":
-            raise self.semantic("unsupported: an outbound ICMP packet's quoted header is "
-                                "never compared; give its size with [raw (N)]")
+            raise self.semantic(
+                "unsupported: an outbound ICMP packet's quoted header is "
+                "never compared; give its size with [raw (N)]"
+            )
 
     def parse_encaps(self) -> list[Encap]:
         encaps: list[Encap] = []
@@ -419,8 +431,12 @@ class Parser:
         if self.accept_char("["):
             if self.accept_kw("udp"):
                 self.expect_char("(")
-                spec.echoed = ("udp", self.integer(0, 0xFFFF, "UDP payload size out of range"),
-                               0, 0)
+                spec.echoed = (
+                    "udp",
+                    self.integer(0, 0xFFFF, "UDP payload size out of range"),
+                    0,
+                    0,
+                )
                 self.expect_char(")")
             elif self.accept_kw("raw"):
                 self.expect_char("(")
@@ -452,8 +468,11 @@ class Parser:
                 text += self.next().text
             elif self.tok.kind == "FLOAT" and self.tok.text.startswith("."):
                 text += self.next().text
-        elif token.is_char(".") or token.is_char("-") or (
-                token.kind == "FLOAT" and token.text.startswith(".")):
+        elif (
+            token.is_char(".")
+            or token.is_char("-")
+            or (token.kind == "FLOAT" and token.text.startswith("."))
+        ):
             text = self.next().text
         else:
             raise self.fail()
@@ -508,8 +527,10 @@ class Parser:
         if total > 40:
             raise self.semantic("TCP option list too long")
         if total % 4:
-            raise self.semantic("TCP options are not padded correctly to ensure TCP header is "
-                                f"a multiple of 4 bytes: {total % 4} excess bytes")
+            raise self.semantic(
+                "TCP options are not padded correctly to ensure TCP header is "
+                f"a multiple of 4 bytes: {total % 4} excess bytes"
+            )
         return options
 
     def parse_tcp_option(self) -> TcpOption:
@@ -521,8 +542,9 @@ class Parser:
         if token.is_kw("mss"):
             return TcpOption(P.TCPOPT_MSS, [self.integer(0, 0xFFFF, "mss value out of range")])
         if token.is_kw("wscale"):
-            return TcpOption(P.TCPOPT_WSCALE,
-                             [self.integer(0, 0xFF, "window scale shift count out of range")])
+            return TcpOption(
+                P.TCPOPT_WSCALE, [self.integer(0, 0xFF, "window scale shift count out of range")]
+            )
         if token.is_kw("sackOK"):
             return TcpOption(P.TCPOPT_SACK_PERM)
         if token.is_kw("sack"):
@@ -582,11 +604,14 @@ class Parser:
         try:
             data = bytes.fromhex(blob)
         except ValueError:
-            raise self.semantic(f"TCP fast open cookie '{blob}' is not a valid hex string") \
-                from None
+            raise self.semantic(
+                f"TCP fast open cookie '{blob}' is not a valid hex string"
+            ) from None
         if len(data) > maximum:
-            raise self.semantic(f"TCP fast open cookie of {len(data)} bytes exceeds maximum "
-                                f"cookie length of {maximum} bytes")
+            raise self.semantic(
+                f"TCP fast open cookie of {len(data)} bytes exceeds maximum "
+                f"cookie length of {maximum} bytes"
+            )
         return data
 
     # --- system calls ------------------------------------------------------------------
@@ -652,9 +677,12 @@ class Parser:
     def parse_sequence(self, opener: str, closer: str) -> list[Expr]:
         self.depth += 1
         if self.depth > MAX_NESTING:
-            raise ScriptError(f"{self.path}:{self.tok.end_line}: parse error at "
-                              f"'{self.tok.text}': expression nested more than {MAX_NESTING} "
-                              f"levels deep", self.tok.end_line)
+            raise ScriptError(
+                f"{self.path}:{self.tok.end_line}: parse error at "
+                f"'{self.tok.text}': expression nested more than {MAX_NESTING} "
+                f"levels deep",
+                self.tok.end_line,
+            )
         self.expect_char(opener)
         items: list[Expr] = []
         if not self.tok.is_char(closer):
@@ -674,11 +702,17 @@ class Parser:
             if token.text == "htons":
                 return Expr("htons", number(arg))
             try:
-                address = (ipaddress.IPv4Address(arg.value) if token.text == "inet_addr"
-                           else ipaddress.IPv6Address(arg.value))
+                address = (
+                    ipaddress.IPv4Address(arg.value)
+                    if token.text == "inet_addr"
+                    else ipaddress.IPv6Address(arg.value)
+                )
             except ValueError:
-                raise self.semantic("cannot parse in6_addr" if token.text == "inet6_addr"
-                                    else "invalid IPv4 address") from None
+                raise self.semantic(
+                    "cannot parse in6_addr"
+                    if token.text == "inet6_addr"
+                    else "invalid IPv4 address"
+                ) from None
             return Expr(token.text, address.packed)
         if token.text in _STRUCT_KEYS:
             index = None
@@ -693,13 +727,21 @@ class Parser:
 def unchecked_part(name: str, args: list[Expr]) -> str:
     """What in a call's arguments upstream's grammar has no place for and no engine would
     compare ("" if nothing): iovec contents, a msghdr's msg_name, a cmsg without data."""
-    iovecs = args[1].items if name in ("readv", "writev") and len(args) > 1 \
-        and args[1].kind == "list" else []
+    iovecs = (
+        args[1].items
+        if name in ("readv", "writev") and len(args) > 1 and args[1].kind == "list"
+        else []
+    )
     for msg in (arg for arg in args if arg.kind == "brace"):
         for item in msg.items:
-            if item.kind == "keyed" and item.key == "msg_name" and (
+            if (
+                item.kind == "keyed"
+                and item.key == "msg_name"
+                and (
                     item.items[0].kind != "ellipsis"
-                    or (item.index is not None and item.index.kind != "ellipsis")):
+                    or (item.index is not None and item.index.kind != "ellipsis")
+                )
+            ):
                 return "msg_name is the engine's live address: write msg_name(...)=..."
         iov, control = msg.field("msg_iov"), msg.field("msg_control")
         iovecs = iovecs + (iov.items if iov is not None and iov.kind == "list" else [])

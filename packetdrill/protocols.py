@@ -23,25 +23,46 @@ TCPOPT_TS, TCPOPT_MD5, TCPOPT_FO, TCPOPT_ACCECN0, TCPOPT_ACCECN1, TCPOPT_EXP = (
 TCPOPT_FO_MAGIC = 0xF989
 
 ICMPV4_TYPES = {
-    "echo_reply": 0, "unreachable": 3, "source_quench": 4, "redirect": 5, "echo_request": 8,
-    "time_exceeded": 11, "parameter_problem": 12, "timestamp_request": 13, "timestamp_reply": 14,
-    "information_request": 15, "information_reply": 16, "address_mask_request": 17,
+    "echo_reply": 0,
+    "unreachable": 3,
+    "source_quench": 4,
+    "redirect": 5,
+    "echo_request": 8,
+    "time_exceeded": 11,
+    "parameter_problem": 12,
+    "timestamp_request": 13,
+    "timestamp_reply": 14,
+    "information_request": 15,
+    "information_reply": 16,
+    "address_mask_request": 17,
     "address_mask_reply": 18,
 }
 ICMPV4_UNREACH_CODES = {
-    name: code for code, name in enumerate(
+    name: code
+    for code, name in enumerate(
         "net_unreachable host_unreachable protocol_unreachable port_unreachable frag_needed "
         "source_route_failed net_unknown host_unknown source_host_isolated net_prohibited "
         "host_prohibited net_unreachable_for_tos host_unreachable_for_tos packet_filtered "
-        "precedence_violation precedence_cutoff".split())
+        "precedence_violation precedence_cutoff".split()
+    )
 }
 ICMPV6_TYPES = {
-    "unreachable": 1, "packet_too_big": 2, "time_exceeded": 3, "parameter_problem": 4,
-    "echo_request": 128, "echo_reply": 129,
+    "unreachable": 1,
+    "packet_too_big": 2,
+    "time_exceeded": 3,
+    "parameter_problem": 4,
+    "echo_request": 128,
+    "echo_reply": 129,
 }
 ICMPV6_CODES = {
-    "unreachable": {"net_unreachable": 0, "no_route": 0, "admin_prohibited": 1,
-                    "not_neighbour": 2, "address_unreachable": 3, "port_unreachable": 4},
+    "unreachable": {
+        "net_unreachable": 0,
+        "no_route": 0,
+        "admin_prohibited": 1,
+        "not_neighbour": 2,
+        "address_unreachable": 3,
+        "port_unreachable": 4,
+    },
     "time_exceeded": {"exceeded_hop_limit": 0, "exceeded_frag_time": 1},
     "parameter_problem": {"header_field": 0, "unknown_next_header": 1, "unknown_option": 2},
 }

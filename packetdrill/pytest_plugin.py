@@ -67,13 +67,22 @@ SLACK_KEY = pytest.StashKey[SessionSlack]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("packetdrill")
-    group.addoption("--packetdrill", default=None, metavar="builtin|auto|PATH",
-                    help="engine for .pkt scripts: the builtin one (default), 'auto' (an "
-                         "upstream packetdrill on PATH if any) or an upstream binary's path")
-    group.addoption("--tolerance-scale", type=float, default=None, metavar="F",
-                    help="force late-side timing slack of (F-1) x 4 ms for packetdrill scripts "
-                         "(the early side always keeps the script's base tolerance; default: "
-                         "slack calibrated when a process runs its first script)")
+    group.addoption(
+        "--packetdrill",
+        default=None,
+        metavar="builtin|auto|PATH",
+        help="engine for .pkt scripts: the builtin one (default), 'auto' (an "
+        "upstream packetdrill on PATH if any) or an upstream binary's path",
+    )
+    group.addoption(
+        "--tolerance-scale",
+        type=float,
+        default=None,
+        metavar="F",
+        help="force late-side timing slack of (F-1) x 4 ms for packetdrill scripts "
+        "(the early side always keeps the script's base tolerance; default: "
+        "slack calibrated when a process runs its first script)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -89,7 +98,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--tolerance-scale must be at least 1 (it adds late slack)")
     config.stash[SLACK_KEY] = SessionSlack(
         Tolerance().with_slack(slack_for_scale(given), "command line"),
-        f"--tolerance-scale={given:g}")
+        f"--tolerance-scale={given:g}",
+    )
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -102,8 +112,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if slack.forced is None:
         return [f"packetdrill: {name} engine; late-side timing slack {slack.why}; {bound}"]
     usecs = slack.forced.late_slack_usecs
-    return [f"packetdrill: {name} engine; late-side timing slack +{usecs / 1000:.1f} ms "
-            f"({slack.why}); {bound}"]
+    return [
+        f"packetdrill: {name} engine; late-side timing slack +{usecs / 1000:.1f} ms "
+        f"({slack.why}); {bound}"
+    ]
 
 
 def timing_of(report: pytest.TestReport) -> TimingRecord | None:
@@ -114,8 +126,9 @@ def timing_of(report: pytest.TestReport) -> TimingRecord | None:
     return None
 
 
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
-                             ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+def pytest_report_teststatus(
+    report: pytest.TestReport, config: pytest.Config
+) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
     """A pass that needed the late slack: ``~`` / ``PASSED~`` instead of ``.`` / ``PASSED``."""
     if report.when != "call" or not report.passed:
         return None
@@ -128,24 +141,38 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The late slack the scripts ran with (measured when first needed, so it is known only
     now), then passes that relied on it, each with how late it was."""
-    records = [record for reports in terminalreporter.stats.values() for rep in reports
-               if isinstance(rep, pytest.TestReport) and rep.when == "call"
-               and (record := timing_of(rep)) is not None]
+    records = [
+        record
+        for reports in terminalreporter.stats.values()
+        for rep in reports
+        if isinstance(rep, pytest.TestReport)
+        and rep.when == "call"
+        and (record := timing_of(rep)) is not None
+    ]
     slacks = sorted({(r.tolerance.late_slack_usecs, r.tolerance.slack_from) for r in records})
     if slacks:
-        terminalreporter.write_line("packetdrill: late-side slack used " + ", ".join(
-            f"+{usecs / 1000:.1f} ms ({source})" for usecs, source in slacks))
-    widened = [(rep.nodeid, record) for rep in terminalreporter.stats.get("passed", [])
-               if isinstance(rep, pytest.TestReport) and rep.when == "call"
-               and (record := timing_of(rep)) is not None and record.verdict == "widened"]
+        terminalreporter.write_line(
+            "packetdrill: late-side slack used "
+            + ", ".join(f"+{usecs / 1000:.1f} ms ({source})" for usecs, source in slacks)
+        )
+    widened = [
+        (rep.nodeid, record)
+        for rep in terminalreporter.stats.get("passed", [])
+        if isinstance(rep, pytest.TestReport)
+        and rep.when == "call"
+        and (record := timing_of(rep)) is not None
+        and record.verdict == "widened"
+    ]
     if not widened:
         return
     terminalreporter.section("packetdrill timing")
     for nodeid, record in sorted(widened, key=lambda pair: pair[0]):
-        terminalreporter.write_line(f"PASSED~ {nodeid}: passed ({record.summary()}; "
-                                    f"{record.tolerance.describe()})")
-    terminalreporter.write_line(f"{len(widened)} passed only with late-side slack "
-                                "(PASSED~; docs/timing-tolerance.md)")
+        terminalreporter.write_line(
+            f"PASSED~ {nodeid}: passed ({record.summary()}; {record.tolerance.describe()})"
+        )
+    terminalreporter.write_line(
+        f"{len(widened)} passed only with late-side slack (PASSED~; docs/timing-tolerance.md)"
+    )
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
@@ -167,23 +194,27 @@ def run_for_test(config: pytest.Config, path: Path, variant: str) -> RunResult:
     return result
 
 
-def run_with_tolerance(config: pytest.Config, path: Path, variant: str
-                       ) -> tuple[RunResult, Tolerance]:
+def run_with_tolerance(
+    config: pytest.Config, path: Path, variant: str
+) -> tuple[RunResult, Tolerance]:
     """:func:`run_for_test`, plus the tolerance the run had: the script's base with the
     session's slack."""
     from netns import privilege
     from netns.pytest_plugin import ready
-    ready(config)               # the run unshares a namespace: privilege, reaping
+
+    ready(config)  # the run unshares a namespace: privilege, reaping
     if (why := privilege.tun_problem()) is not None:
-        pytest.skip(why)        # and it needs a tun device
+        pytest.skip(why)  # and it needs a tun device
     options = variant_options(variant) + COMMON_OPTIONS
     try:
         from netns import artifacts
+
         options.append(("pcap", str(artifacts.new_path(f"{path.stem}-{variant}", ".pcap"))))
     except ImportError:
         pass
-    result = run_isolated(config.stash[_BACKEND_KEY], str(path), options,
-                          config.stash[SLACK_KEY].tolerance())
+    result = run_isolated(
+        config.stash[_BACKEND_KEY], str(path), options, config.stash[SLACK_KEY].tolerance()
+    )
     return result, result.tolerance
 
 
@@ -199,16 +230,21 @@ class PktFile(pytest.File):
         if expect is None:
             for variant in variants:
                 try:
-                    load_script(str(self.path), variant_options(variant) + [("dry_run", None)],
-                                text)
+                    load_script(
+                        str(self.path), variant_options(variant) + [("dry_run", None)], text
+                    )
                 except PacketdrillError as err:
                     yield PktLintError.from_parent(self, name="lint", message=err.text)
                     return
         skip_if = SKIP_IF_HAS.search(text)
         for variant in variants:
-            yield PktItem.from_parent(self, name=variant, variant=variant,
-                                      expect_fail=expect.group(1) if expect else None,
-                                      skip_if_has=skip_if.group(1).split() if skip_if else [])
+            yield PktItem.from_parent(
+                self,
+                name=variant,
+                variant=variant,
+                expect_fail=expect.group(1) if expect else None,
+                skip_if_has=skip_if.group(1).split() if skip_if else [],
+            )
 
 
 class PktLintError(pytest.Item):
@@ -221,8 +257,7 @@ class PktLintError(pytest.Item):
     def runtest(self) -> None:
         raise PktFailure(self.message)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         return str(excinfo.value)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -234,8 +269,9 @@ class PktFailure(Exception):
 
 
 class PktItem(pytest.Item):
-    def __init__(self, *, variant: str, expect_fail: str | None, skip_if_has: list[str],
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *, variant: str, expect_fail: str | None, skip_if_has: list[str], **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.variant = variant
         self.expect_fail = expect_fail
@@ -244,6 +280,7 @@ class PktItem(pytest.Item):
     def runtest(self) -> None:
         if self.skip_if_has:
             from netns import features  # the library's cached kernel probes
+
             present = [name for name in self.skip_if_has if features.has(name)]
             if present:
                 pytest.skip(f"{self.path.name} expects a kernel without {', '.join(present)}")
@@ -251,8 +288,9 @@ class PktItem(pytest.Item):
         if self.expect_fail is None or self.stopped_short_by_the_engine(result):
             record = judge_run(result, tolerance)
         else:
-            record = TimingRecord(verdict_of_lateness(result.late_usecs), result.late_usecs,
-                                  tolerance)
+            record = TimingRecord(
+                verdict_of_lateness(result.late_usecs), result.late_usecs, tolerance
+            )
         self.user_properties.append((TIMING_PROPERTY, record.to_json()))
         if record.verdict == "not-checkable":
             pytest.xfail(record.summary())
@@ -267,17 +305,22 @@ class PktItem(pytest.Item):
         about was never reached, so its verdict is "not checkable on this machine", not a
         mismatch (seen under load: the binary injected 20 ms late, line 14 of early-rto.pkt)."""
         assert self.expect_fail is not None
-        return (not result.passed and late_by_the_engine(result)
-                and not re.search(self.expect_fail, result.message))
+        return (
+            not result.passed
+            and late_by_the_engine(result)
+            and not re.search(self.expect_fail, result.message)
+        )
 
     def check_expected_failure(self, result: RunResult) -> None:
         assert self.expect_fail is not None
         if result.passed:
-            raise PktFailure(f"expected a failure matching /{self.expect_fail}/, but the script "
-                             f"passed")
+            raise PktFailure(
+                f"expected a failure matching /{self.expect_fail}/, but the script passed"
+            )
         if not re.search(self.expect_fail, result.message):
-            raise PktFailure(f"expected a failure matching /{self.expect_fail}/, got:\n"
-                             f"{self.describe(result)}")
+            raise PktFailure(
+                f"expected a failure matching /{self.expect_fail}/, got:\n{self.describe(result)}"
+            )
         if result.pcap:
             Path(result.pcap).unlink(missing_ok=True)
 
@@ -296,8 +339,7 @@ class PktItem(pytest.Item):
             parts.append(f"--- engine stdout ---\n{result.stdout.rstrip()}")
         return "\n".join(parts)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, PktFailure):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo))

@@ -14,18 +14,18 @@ from .tolerance import Tolerance
 class RunResult:
     script: str
     passed: bool
-    message: str = ""          # the full diagnostic (first line is ``file:line: ...``)
-    line: int | None = None    # script line of the failure, when there is one
-    expected: str = ""         # ``script packet:`` dump
-    actual: str = ""           # ``actual packet:`` dump
-    pcap: str = ""             # pcap of the run (builtin engine only)
+    message: str = ""  # the full diagnostic (first line is ``file:line: ...``)
+    line: int | None = None  # script line of the failure, when there is one
+    expected: str = ""  # ``script packet:`` dump
+    actual: str = ""  # ``actual packet:`` dump
+    pcap: str = ""  # pcap of the run (builtin engine only)
     stdout: str = ""
     stderr: str = ""
     backend: str = "builtin"
     exit_status: int = 0
     duration: float = 0.0
-    late_usecs: int = 0        # worst lateness beyond the base tolerance of accepted events
-    timing_error: str = ""     # "early" / "late" when the run failed on a timing check
+    late_usecs: int = 0  # worst lateness beyond the base tolerance of accepted events
+    timing_error: str = ""  # "early" / "late" when the run failed on a timing check
     late_error_usecs: int = 0  # how late beyond the base the event failing "late" was
     # The tolerance the run was judged by (script and command line, plus the runner's slack);
     # the default when the script never parsed.

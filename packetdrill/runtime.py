@@ -36,10 +36,9 @@ from .state import State
 from .syscalls import Executor
 from .wire import ACK, SYN, IcmpHeader, Packet, TcpHeader, UdpHeader, decode, encode
 
-_POLL = 0.02          # how often long waits look at the blocking-call thread for errors
+_POLL = 0.02  # how often long waits look at the blocking-call thread for errors
 _ND_TYPES = range(130, 144)
 _FUTEX_NR = {"x86_64": "202", "aarch64": "98", "riscv64": "98"}.get(platform.machine(), "202")
-
 
 
 def secs(usecs: int) -> float:
@@ -79,7 +78,7 @@ class BlockingCall:
         self.runtime, self.event, self.timed, self.prev = runtime, event, timed, prev
         self.error: RuntimeFailure | None = None
         self.done = threading.Event()
-        self.entered = False      # set once the start time has passed and the call is next
+        self.entered = False  # set once the start time has passed and the call is next
         self.tid = 0
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -103,10 +102,13 @@ class BlockingCall:
         actual = rt.clock.now()
         gap = timed.blocking_end - timed.start
         if rt.judge_time(timed.blocking_end, timed.blocking_end, actual, gap):
-            raise RuntimeFailure(f"{rt.script.path}:{self.event.line}: timing error: expected "
-                                 f"system call return at {secs(timed.blocking_end):.6f} sec but "
-                                 f"happened at {secs(actual):.6f} sec; "
-                                 f"{rt.cfg.tolerance.words(gap)}", self.event.line)
+            raise RuntimeFailure(
+                f"{rt.script.path}:{self.event.line}: timing error: expected "
+                f"system call return at {secs(timed.blocking_end):.6f} sec but "
+                f"happened at {secs(actual):.6f} sec; "
+                f"{rt.cfg.tolerance.words(gap)}",
+                self.event.line,
+            )
 
     def blocked_or_done(self) -> bool:
         """True once the thread sleeps inside the kernel (not on the GIL) or has finished."""
@@ -128,17 +130,18 @@ class BlockingCall:
 class Runtime:
     """Runs a parsed script against the kernel through ``device``."""
 
-    def __init__(self, script: Script, cfg: Config, device: Device, ephemeral_port: int,
-                 seen: TimingSeen) -> None:
+    def __init__(
+        self, script: Script, cfg: Config, device: Device, ephemeral_port: int, seen: TimingSeen
+    ) -> None:
         self.script, self.cfg, self.device, self.seen = script, cfg, device, seen
         self.clock = Clock()
         self.state = State(cfg, self.clock, ephemeral_port)
         self.executor = Executor(self.state)
-        self.began: int | None = None     # script usec at which the latest event took effect
+        self.began: int | None = None  # script usec at which the latest event took effect
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
         self.warnings: list[str] = []
-        self.timeline: list[tuple[Event, Timed, int | None]] = []   # for reports (.timeline)
+        self.timeline: list[tuple[Event, Timed, int | None]] = []  # for reports (.timeline)
 
     # --- helpers ------------------------------------------------------------------------
     def fail(self, event: Event, text: str) -> RuntimeFailure:
@@ -180,8 +183,7 @@ class Runtime:
             seen.error, seen.error_late_usecs = side, late_by
         return side
 
-    def check_time(self, event: Event, timed: Timed, actual: int, prev: int | None
-                   ) -> str | None:
+    def check_time(self, event: Event, timed: Timed, actual: int, prev: int | None) -> str | None:
         """Raise (or, for outbound packets, return) the timing error of an event, if any."""
         if event.time.any_time or prev is None:
             return None
@@ -192,15 +194,21 @@ class Runtime:
         what = event.describe()
         if timed.end is not None:
             if event.time.relative:
-                text = (f"timing error: expected {what} in relative time range "
-                        f"+{secs(timed.start - timed.base):.6f}~+{secs(timed.end - timed.base):.6f}"
-                        f" sec but happened at {secs(actual - timed.base):+.6f} sec")
+                text = (
+                    f"timing error: expected {what} in relative time range "
+                    f"+{secs(timed.start - timed.base):.6f}~+{secs(timed.end - timed.base):.6f}"
+                    f" sec but happened at {secs(actual - timed.base):+.6f} sec"
+                )
             else:
-                text = (f"timing error: expected {what} in time range {secs(timed.start):.6f}~"
-                        f"{secs(timed.end):.6f} sec but happened at {secs(actual):.6f} sec")
+                text = (
+                    f"timing error: expected {what} in time range {secs(timed.start):.6f}~"
+                    f"{secs(timed.end):.6f} sec but happened at {secs(actual):.6f} sec"
+                )
         else:
-            text = (f"timing error: expected {what} at {secs(timed.start):.6f} sec but happened "
-                    f"at {secs(actual):.6f} sec; {self.cfg.tolerance.words(gap)}")
+            text = (
+                f"timing error: expected {what} at {secs(timed.start):.6f} sec but happened "
+                f"at {secs(actual):.6f} sec; {self.cfg.tolerance.words(gap)}"
+            )
         if event.is_outbound:
             return text
         raise self.fail(event, text)
@@ -219,11 +227,19 @@ class Runtime:
             self.check_blocking()
             timed = self.anchor(event, prev, prev_time)
             self.timeline.append((event, timed, prev_time))
-            if (prev is not None and not event.time.relative and not event.time.any_time
-                    and not prev.time.relative and not prev.time.any_time
-                    and prev_time is not None and timed.start < prev_time):
-                raise self.fail(event, f"time goes backward in script from {prev_time} usec to "
-                                       f"{timed.start} usec")
+            if (
+                prev is not None
+                and not event.time.relative
+                and not event.time.any_time
+                and not prev.time.relative
+                and not prev.time.any_time
+                and prev_time is not None
+                and timed.start < prev_time
+            ):
+                raise self.fail(
+                    event,
+                    f"time goes backward in script from {prev_time} usec to {timed.start} usec",
+                )
             self.dispatch(event, timed, prev_time)
             prev, prev_time = event, timed.start
         self.finish(events)
@@ -242,10 +258,16 @@ class Runtime:
             # kernel answers inside the write() or the system call), and a reply would look
             # early by our own lag; the early edge counts from the instant it began instead.
             earliest = base if self.began is None else min(base, self.began)
-        end = None if t.end_usecs is None else (base + t.end_usecs if t.end_relative or
-                                                t.relative else t.end_usecs)
-        blocking_end = None if t.blocking_end is None else (
-            base + t.blocking_end if t.relative else t.blocking_end)
+        end = (
+            None
+            if t.end_usecs is None
+            else (base + t.end_usecs if t.end_relative or t.relative else t.end_usecs)
+        )
+        blocking_end = (
+            None
+            if t.blocking_end is None
+            else (base + t.blocking_end if t.relative else t.blocking_end)
+        )
         return Timed(base + t.usecs, end, base, blocking_end, earliest + t.usecs)
 
     def dispatch(self, event: Event, timed: Timed, prev: int | None) -> None:
@@ -275,9 +297,11 @@ class Runtime:
 
     def finish(self, events: list[Event]) -> None:
         if self.blocking is not None and not self.wait_for_blocking(1.0):
-            raise RuntimeFailure(f"{self.script.path}:{self.blocking.event.line}: runtime error: "
-                                 "exiting while a blocking system call is in progress",
-                                 self.blocking.event.line)
+            raise RuntimeFailure(
+                f"{self.script.path}:{self.blocking.event.line}: runtime error: "
+                "exiting while a blocking system call is in progress",
+                self.blocking.event.line,
+            )
         self.check_blocking()
 
     # --- system calls ---------------------------------------------------------------------
@@ -295,9 +319,12 @@ class Runtime:
         action = event.action
         assert isinstance(action, SyscallEvent)
         if self.blocking is not None and not self.wait_for_blocking(1.0):
-            raise self.fail(event, "runtime error in "
-                            f"{action.name} call: blocking system call while another "
-                            "blocking system call is already in progress")
+            raise self.fail(
+                event,
+                "runtime error in "
+                f"{action.name} call: blocking system call while another "
+                "blocking system call is already in progress",
+            )
         self.began = max(self.clock.now(), timed.start)
         call = BlockingCall(self, event, timed, prev)
         self.blocking = call
@@ -327,11 +354,13 @@ class Runtime:
         with state.lock:
             if isinstance(spec, TcpSpec):
                 if sut is None or sut.listening or sut.proto != P.IPPROTO_TCP:
-                    child = Conn(P.IPPROTO_TCP,
-                                 local_port=(sut.local_port if sut and sut.listening else 0)
-                                 or self.cfg.bind_port,
-                                 remote_port=spec.sport or state.passive_port(),
-                                 remote_isn=spec.start if "S" in spec.flags else 0)
+                    child = Conn(
+                        P.IPPROTO_TCP,
+                        local_port=(sut.local_port if sut and sut.listening else 0)
+                        or self.cfg.bind_port,
+                        remote_port=spec.sport or state.passive_port(),
+                        remote_isn=spec.start if "S" in spec.flags else 0,
+                    )
                     if sut is not None and sut.listening:
                         sut.children.append(child)
                     state.conns.append(child)
@@ -340,8 +369,11 @@ class Runtime:
                 if "S" in spec.flags and "." in spec.flags:
                     sut.remote_isn = spec.start
                 return sut
-            if sut is None or (isinstance(spec, UdpSpec) and sut.proto != P.IPPROTO_UDP
-                               and not (spec.sport or spec.dport)):
+            if sut is None or (
+                isinstance(spec, UdpSpec)
+                and sut.proto != P.IPPROTO_UDP
+                and not (spec.sport or spec.dport)
+            ):
                 raise RuntimeFailure("no matching socket for script packet")
             self.check_addresses_known(sut)
             if isinstance(spec, UdpSpec) and sut.proto != P.IPPROTO_UDP:
@@ -360,9 +392,11 @@ class Runtime:
         upstream sends from and to address 0 and the kernel drops the packet; say so instead
         of delivering a packet upstream never would."""
         if sut.proto != P.IPPROTO_TCP and not sut.addresses_known and not self.cfg.is_anyip:
-            raise RuntimeFailure("no live addresses for the socket under test yet: an inbound "
-                                 "UDP/ICMP packet needs an outbound packet of the socket first "
-                                 "(connect() or sendto(), then '>'), or --is_anyip")
+            raise RuntimeFailure(
+                "no live addresses for the socket under test yet: an inbound "
+                "UDP/ICMP packet needs an outbound packet of the socket first "
+                "(connect() or sendto(), then '>'), or --is_anyip"
+            )
 
     def inbound(self, event: Event, action: PacketEvent) -> None:
         try:
@@ -379,13 +413,15 @@ class Runtime:
         if self.cfg.mss and isinstance(packet.l4, TcpHeader):
             offload = Offload(self.cfg.mss, packet.inner_ip.version == 6)
         try:
-            now = self.device.inject(raw, offload)    # stamped before the write
+            now = self.device.inject(raw, offload)  # stamped before the write
         except OSError as err:
             raise self.fail(event, f"error writing packet to tun device: {err.strerror}") from None
         self.began = self.clock.to_script(now)
         if self.cfg.verbose:
-            print(f"inbound injected packet: {secs(self.clock.to_script(now)):9.6f} "
-                  f"{dump(packet)}", flush=True)
+            print(
+                f"inbound injected packet: {secs(self.clock.to_script(now)):9.6f} {dump(packet)}",
+                flush=True,
+            )
 
     # --- outbound packets -------------------------------------------------------------------
     def belongs(self, conn: Conn, packet: Packet, action: PacketEvent) -> bool:
@@ -401,8 +437,12 @@ class Runtime:
             if not isinstance(l4, kind):
                 return False
             if isinstance(l4, TcpHeader):
-                learn = bool(l4.flags & SYN and not l4.flags & ACK and not conn.local_isn_known
-                             and l4.sport != conn.local_port)
+                learn = bool(
+                    l4.flags & SYN
+                    and not l4.flags & ACK
+                    and not conn.local_isn_known
+                    and l4.sport != conn.local_port
+                )
             else:
                 learn = not conn.local_port
             if conn.connecting and l4.dport == conn.remote_port and learn:
@@ -414,13 +454,16 @@ class Runtime:
         # ICMP version) sending to the remote address: an ICMP error the kernel sends for a
         # TCP or UDP socket is never the socket under test's packet.
         icmp_proto = P.IPPROTO_ICMPV6 if packet.inner_ip.version == 6 else P.IPPROTO_ICMP
-        if conn.proto != icmp_proto or packet.inner_ip.dst != ipaddress.ip_address(
-                self.cfg.remote_ip).packed:
+        if (
+            conn.proto != icmp_proto
+            or packet.inner_ip.dst != ipaddress.ip_address(self.cfg.remote_ip).packed
+        ):
             return False
         return not (packet.inner_ip.version == 6 and l4.type in _ND_TYPES)
 
-    def sniff(self, event: Event, conn: Conn, action: PacketEvent, timeout: float
-              ) -> tuple[float, Packet]:
+    def sniff(
+        self, event: Event, conn: Conn, action: PacketEvent, timeout: float
+    ) -> tuple[float, Packet]:
         deadline = time.monotonic() + timeout
         while True:
             self.check_blocking()
@@ -437,8 +480,11 @@ class Runtime:
                 continue
             conn.addresses_known = True
             if self.cfg.verbose:
-                print(f"outbound sniffed packet: {secs(self.clock.to_script(stamp)):9.6f} "
-                      f"{dump(packet)}", flush=True)
+                print(
+                    f"outbound sniffed packet: {secs(self.clock.to_script(stamp)):9.6f} "
+                    f"{dump(packet)}",
+                    flush=True,
+                )
             return stamp, packet
 
     def outbound(self, event: Event, action: PacketEvent, timed: Timed, prev: int | None) -> None:
@@ -446,7 +492,7 @@ class Runtime:
         if conn is None:
             raise self.fail(event, "error handling packet: no matching socket for script packet")
         if event.time.any_time:
-            timeout = 10.0 ** 9
+            timeout = 10.0**9
         else:
             gap = max(timed.start - (prev or 0), (timed.end or 0) - (prev or 0))
             timeout = self.cfg.tolerance.receive_timeout(gap)
@@ -455,21 +501,30 @@ class Runtime:
         expected = build(action, self.cfg, conn, inbound=False)
         spec = action.l4
         if isinstance(spec, TcpSpec):
-            stamp, actual = self.gather_tso(event, conn, action, expected, (stamp, actual),
-                                            timeout)
+            stamp, actual = self.gather_tso(event, conn, action, expected, (stamp, actual), timeout)
             live_tcp = actual.l4
             assert isinstance(live_tcp, TcpHeader)
             learn_syn(conn, live_tcp, spec)
         # Every protocol's payload length is checked, as upstream does: for ICMP it is the
         # quoted packet's size (28 bytes by default, N - 8 for `[raw (N)]`).
         if len(actual.payload) != len(expected.payload):
-            raise self.fail(event, "error handling packet: live packet payload: expected "
-                            f"{len(expected.payload)} bytes vs actual {len(actual.payload)} "
-                            "bytes")
+            raise self.fail(
+                event,
+                "error handling packet: live packet payload: expected "
+                f"{len(expected.payload)} bytes vs actual {len(actual.payload)} "
+                "bytes",
+            )
         self.verify_packet(event, action, timed, prev, conn, expected, actual, stamp)
 
-    def gather_tso(self, event: Event, conn: Conn, action: PacketEvent, expected: Packet,
-                   first: tuple[float, Packet], timeout: float) -> tuple[float, Packet]:
+    def gather_tso(
+        self,
+        event: Event,
+        conn: Conn,
+        action: PacketEvent,
+        expected: Packet,
+        first: tuple[float, Packet],
+        timeout: float,
+    ) -> tuple[float, Packet]:
         """Merge a TSO train into one packet unless ``--strict_segments``
         (docs/packetdrill-language.md §5.8).
 
@@ -486,17 +541,20 @@ class Runtime:
         while sum(len(f.payload) for f in fragments) < spec.length:
             stamp, fragment = self.sniff(event, conn, action, timeout)
             if flow(fragment) != flow(fragments[-1]):
-                fragments = [fragment]   # another flow's packet came first: start over
+                fragments = [fragment]  # another flow's packet came first: start over
                 continue
             if fragment_problem(fragments[-1], fragment, len(fragments[0].payload)):
                 total = sum(len(f.payload) for f in fragments) + len(fragment.payload)
-                lines = [f"error handling packet: fragment payload: expected "
-                         f"{len(fragments[0].payload)} bytes vs actual {len(fragment.payload)}"
-                         f" bytes; total payload: expected {spec.length} bytes vs actual "
-                         f"{total} bytes",
-                         f"   script packet: {self.script_dump(action, expected)}"]
-                lines += [f"actual #{i} packet: {dump(f)}"
-                          for i, f in enumerate(fragments + [fragment])]
+                lines = [
+                    f"error handling packet: fragment payload: expected "
+                    f"{len(fragments[0].payload)} bytes vs actual {len(fragment.payload)}"
+                    f" bytes; total payload: expected {spec.length} bytes vs actual "
+                    f"{total} bytes",
+                    f"   script packet: {self.script_dump(action, expected)}",
+                ]
+                lines += [
+                    f"actual #{i} packet: {dump(f)}" for i, f in enumerate(fragments + [fragment])
+                ]
                 raise self.fail(event, "\n".join(lines))
             fragments.append(fragment)
         return stamp, merge(fragments) if len(fragments) > 1 else fragments[0]
@@ -504,12 +562,25 @@ class Runtime:
     def script_dump(self, action: PacketEvent, expected: Packet) -> str:
         spec = action.l4
         if isinstance(spec, TcpSpec):
-            return dump(expected, show_win=spec.win is not None, ace_mode=spec.ace is not None,
-                        options_known=spec.options is not None)
+            return dump(
+                expected,
+                show_win=spec.win is not None,
+                ace_mode=spec.ace is not None,
+                options_known=spec.options is not None,
+            )
         return dump(expected)
 
-    def verify_packet(self, event: Event, action: PacketEvent, timed: Timed, prev: int | None,
-                      conn: Conn, expected: Packet, actual: Packet, stamp: float) -> None:
+    def verify_packet(
+        self,
+        event: Event,
+        action: PacketEvent,
+        timed: Timed,
+        prev: int | None,
+        conn: Conn,
+        expected: Packet,
+        actual: Packet,
+        stamp: float,
+    ) -> None:
         spec = action.l4
         mapped = actual
         try:
@@ -525,13 +596,19 @@ class Runtime:
             if problem:
                 raise RuntimeFailure(problem)
         except RuntimeFailure as err:
-            text = (f"{'warning' if self.cfg.non_fatal_packet else 'error'} handling packet: "
-                    f"{err.text}")
-            expected_line = f"script packet: {secs(timed.start):9.6f} " \
-                            f"{self.script_dump(action, expected)}"
+            text = (
+                f"{'warning' if self.cfg.non_fatal_packet else 'error'} handling packet: {err.text}"
+            )
+            expected_line = (
+                f"script packet: {secs(timed.start):9.6f} {self.script_dump(action, expected)}"
+            )
             actual_line = f"actual packet: {secs(self.clock.to_script(stamp)):9.6f} {dump(mapped)}"
-            failure = RuntimeFailure(f"{self.script.path}:{event.line}: {text}\n{expected_line}\n"
-                                     f"{actual_line}", event.line, expected_line, actual_line)
+            failure = RuntimeFailure(
+                f"{self.script.path}:{event.line}: {text}\n{expected_line}\n{actual_line}",
+                event.line,
+                expected_line,
+                actual_line,
+            )
             if not self.cfg.non_fatal_packet:
                 raise failure from None
             self.warnings.append(failure.text)
@@ -546,8 +623,10 @@ class Runtime:
             raise RuntimeFailure("flowlabel unmarked in the live packet")
         if label in conn.flowlabels:
             if conn.flowlabels[label] != live:
-                raise RuntimeFailure("inconsistent flowlabels for this packet: expected: "
-                                     f"0x{conn.flowlabels[label]:x} vs actual: 0x{live:x}")
+                raise RuntimeFailure(
+                    "inconsistent flowlabels for this packet: expected: "
+                    f"0x{conn.flowlabels[label]:x} vs actual: 0x{live:x}"
+                )
         elif live in conn.flowlabels.values():
             raise RuntimeFailure("expected a different flowlabel but got the same")
         conn.flowlabels[label] = live

@@ -6,7 +6,6 @@ timing checks use (not the time we got around to reading it). It works on any in
 device that owns it (:mod:`.device`) deals with the rest of its I/O.
 """
 
-
 import select
 import socket
 import struct

@@ -23,10 +23,10 @@ class State:
     clock: Clock
     ephemeral_port: int = 0
     fds: dict[int, FdEntry] = field(default_factory=dict)
-    sut: Conn | None = None   # the "socket under test": docs/packetdrill-language.md §5.9
+    sut: Conn | None = None  # the "socket under test": docs/packetdrill-language.md §5.9
     conns: list[Conn] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
-    keep_alive: list[object] = field(default_factory=list)   # send buffers (--send_omit_free)
+    keep_alive: list[object] = field(default_factory=list)  # send buffers (--send_omit_free)
     passive_opens: int = 0
 
     def new_conn(self, proto: int) -> Conn:

@@ -25,8 +25,13 @@ from .state import FdEntry, State
 from .symbols import SYMBOLS, poll_flags
 
 libc = ctypes.CDLL(None, use_errno=True)
-_vp, _sz, _ss, _int, _uint = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_int, \
-    ctypes.c_uint
+_vp, _sz, _ss, _int, _uint = (
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_ssize_t,
+    ctypes.c_int,
+    ctypes.c_uint,
+)
 _PROTOS = {
     "socket": (_int, [_int, _int, _int]),
     "bind": (_int, [_int, _vp, _uint]),
@@ -66,23 +71,52 @@ for _name, (_res, _args) in _PROTOS.items():
 
 _EAGER_BUFFER = 1 << 20
 FD_RETURNING = frozenset(("socket", "accept", "open", "epoll_create", "cap_set"))
-_ARGC = {"socket": 3, "bind": 3, "listen": 2, "accept": 3, "connect": 3, "read": 3, "readv": 3,
-         "writev": 3, "recv": 4, "recvfrom": 6, "recvmsg": 3, "write": 3, "send": 4,
-         "sendto": 6, "sendmsg": 3, "close": 1, "shutdown": 2, "poll": 3, "open": 2,
-         "sendfile": 4, "epoll_create": 1, "epoll_ctl": 4, "epoll_wait": 4, "pipe": 1,
-         "splice": 6, "cap_set": 3}
+_ARGC = {
+    "socket": 3,
+    "bind": 3,
+    "listen": 2,
+    "accept": 3,
+    "connect": 3,
+    "read": 3,
+    "readv": 3,
+    "writev": 3,
+    "recv": 4,
+    "recvfrom": 6,
+    "recvmsg": 3,
+    "write": 3,
+    "send": 4,
+    "sendto": 6,
+    "sendmsg": 3,
+    "close": 1,
+    "shutdown": 2,
+    "poll": 3,
+    "open": 2,
+    "sendfile": 4,
+    "epoll_create": 1,
+    "epoll_ctl": 4,
+    "epoll_wait": 4,
+    "pipe": 1,
+    "splice": 6,
+    "cap_set": 3,
+}
 _TYPE_NAMES = {"binary": "binary_expression", "keyed": "word", "htons": "integer"}
 # A brace expression's upstream type, by the first key that identifies it.
-_BRACE_TYPES = [("sa_family", "sockaddr_in"), ("msg_iov", "msghdr"), ("cmsg_level", "cmsg"),
-                ("onoff", "linger"), ("scm_sec", "scm_timestamping"),
-                ("ee_errno", "sock_extended_err"), ("events", "epollev")]
+_BRACE_TYPES = [
+    ("sa_family", "sockaddr_in"),
+    ("msg_iov", "msghdr"),
+    ("cmsg_level", "cmsg"),
+    ("onoff", "linger"),
+    ("scm_sec", "scm_timestamping"),
+    ("ee_errno", "sock_extended_err"),
+    ("events", "epollev"),
+]
 
 
 def type_name(expr: Expr) -> str:
     """The type name upstream prints for an argument in ``Bad type`` errors."""
     if expr.kind != "brace":
         return _TYPE_NAMES.get(expr.kind, expr.kind)
-    if expr.items and expr.items[0].key == "fd":        # {fd=, events=[, revents=]}
+    if expr.items and expr.items[0].key == "fd":  # {fd=, events=[, revents=]}
         return "pollfd"
     for key, name in _BRACE_TYPES:
         value = expr.field(key)
@@ -98,10 +132,15 @@ class _Iovec(ctypes.Structure):
 
 
 class _Msghdr(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint),
-                ("iov", ctypes.c_void_p), ("iovlen", ctypes.c_size_t),
-                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
-                ("flags", ctypes.c_int)]
+    _fields_ = [
+        ("name", ctypes.c_void_p),
+        ("namelen", ctypes.c_uint),
+        ("iov", ctypes.c_void_p),
+        ("iovlen", ctypes.c_size_t),
+        ("control", ctypes.c_void_p),
+        ("controllen", ctypes.c_size_t),
+        ("flags", ctypes.c_int),
+    ]
 
 
 Post = Callable[[], None] | None
@@ -148,7 +187,7 @@ class Executor:
         """Upstream's s32: anything from INT_MIN to UINT_MAX, stored as a signed 32-bit
         value (so ``= 4294967295`` expects -1 and a count of 3000000000 is negative)."""
         value = self.integer(expr)
-        if not -2**31 <= value < 2**32:
+        if not -(2**31) <= value < 2**32:
             raise RuntimeFailure(f"Value out of range for 32-bit integer: {value}")
         return value - 2**32 if value >= 2**31 else value
 
@@ -180,8 +219,9 @@ class Executor:
             try:
                 area = mmap.mmap(-1, size)
             except OSError as err:
-                raise RuntimeFailure(f"cannot allocate a {size}-byte buffer: "
-                                     f"{err.strerror}") from None
+                raise RuntimeFailure(
+                    f"cannot allocate a {size}-byte buffer: {err.strerror}"
+                ) from None
             self.state.keep_alive.append(area)
             return (ctypes.c_char * size).from_buffer(area)
         buf = ctypes.create_string_buffer(max(size, 1))
@@ -195,9 +235,11 @@ class Executor:
         address = socket_address(self.cfg, address)
         if self.cfg.socket_v6:
             return struct.pack("=H", socket.AF_INET6) + struct.pack(
-                "!HI16sI", port, 0, ipaddress.IPv6Address(address).packed, 0)
+                "!HI16sI", port, 0, ipaddress.IPv6Address(address).packed, 0
+            )
         return struct.pack("=H", socket.AF_INET) + struct.pack(
-            "!H4s8x", port, ipaddress.IPv4Address(address).packed)
+            "!H4s8x", port, ipaddress.IPv4Address(address).packed
+        )
 
     # --- driver ---------------------------------------------------------------------------
     def execute(self, event: SyscallEvent, on_return: Callable[[], None] | None = None) -> None:
@@ -244,21 +286,25 @@ class Executor:
     def check_result(self, event: SyscallEvent, expected: int, ret: int, err: int) -> None:
         if event.name in FD_RETURNING and expected >= 0:
             if ret < 0:
-                raise RuntimeFailure(f"Expected non-negative result but got {ret} with errno "
-                                     f"{err} ({strerror(err)})")
+                raise RuntimeFailure(
+                    f"Expected non-negative result but got {ret} with errno {err} ({strerror(err)})"
+                )
         elif ret != expected:
-            raise RuntimeFailure(f"Expected result {expected} but got {ret} with errno {err} "
-                                 f"({strerror(err)})")
+            raise RuntimeFailure(
+                f"Expected result {expected} but got {ret} with errno {err} ({strerror(err)})"
+            )
         if event.errno is not None:
             if event.errno not in SYMBOLS:
                 raise RuntimeFailure(f"unknown symbol: '{event.errno}'")
             want = SYMBOLS[event.errno]
             if want != err:
-                raise RuntimeFailure(f"Expected errno {want} ({strerror(want)}) but got {err} "
-                                     f"({strerror(err)})")
+                raise RuntimeFailure(
+                    f"Expected errno {want} ({strerror(want)}) but got {err} ({strerror(err)})"
+                )
 
-    def register(self, script_fd: int, live: int, conn: Conn | None = None,
-                 replace: bool = False) -> None:
+    def register(
+        self, script_fd: int, live: int, conn: Conn | None = None, replace: bool = False
+    ) -> None:
         with self.state.lock:
             if script_fd in self.state.fds and not replace:
                 raise RuntimeFailure(f"duplicate fd {script_fd} in script")
@@ -280,8 +326,11 @@ class Executor:
         ret, err = self.call(libc.socket, domain, kind, proto)
         if ret >= 0:
             base = kind & 0xF
-            l4 = P.IPPROTO_TCP if base == socket.SOCK_STREAM else (
-                proto if proto in (P.IPPROTO_ICMP, P.IPPROTO_ICMPV6) else P.IPPROTO_UDP)
+            l4 = (
+                P.IPPROTO_TCP
+                if base == socket.SOCK_STREAM
+                else (proto if proto in (P.IPPROTO_ICMP, P.IPPROTO_ICMPV6) else P.IPPROTO_UDP)
+            )
             self.state.new_conn(l4).live_fd = ret
         return ret, err, None
 
@@ -324,9 +373,14 @@ class Executor:
 
     def _find_child(self, listener: Conn | None, peer_port: int) -> Conn | None:
         with self.state.lock:
-            candidates = [c for c in self.state.conns
-                          if not c.accepted and not c.listening and c.live_fd is None
-                          and c.remote_port == peer_port]
+            candidates = [
+                c
+                for c in self.state.conns
+                if not c.accepted
+                and not c.listening
+                and c.live_fd is None
+                and c.remote_port == peer_port
+            ]
             if listener is not None:
                 own = [c for c in listener.children if c in candidates]
                 candidates = own or candidates
@@ -398,22 +452,31 @@ class Executor:
 
     def sys_recv(self, args: list[Expr]) -> tuple[int, int, Post]:
         fd, count = self.live_fd(args[0]), self.int32(args[2])
-        ret, err = self.call(libc.recv, fd, self.data_buffer(args[1], count), count,
-                             self.int32(args[3]))
+        ret, err = self.call(
+            libc.recv, fd, self.data_buffer(args[1], count), count, self.int32(args[3])
+        )
         return ret, err, None
 
     def sys_send(self, args: list[Expr]) -> tuple[int, int, Post]:
         fd, count = self.live_fd(args[0]), self.int32(args[2])
-        ret, err = self.call(libc.send, fd, self.data_buffer(args[1], count), count,
-                             self.int32(args[3]))
+        ret, err = self.call(
+            libc.send, fd, self.data_buffer(args[1], count), count, self.int32(args[3])
+        )
         return ret, err, None
 
     def sys_recvfrom(self, args: list[Expr]) -> tuple[int, int, Post]:
         fd, count = self.live_fd(args[0]), self.int32(args[2])
         self.require_ellipsis(args[4], args[5])
         addr, addrlen = self.buffer(128), ctypes.c_uint(128)
-        ret, err = self.call(libc.recvfrom, fd, self.data_buffer(args[1], count), count,
-                             self.int32(args[3]), addr, ctypes.byref(addrlen))
+        ret, err = self.call(
+            libc.recvfrom,
+            fd,
+            self.data_buffer(args[1], count),
+            count,
+            self.int32(args[3]),
+            addr,
+            ctypes.byref(addrlen),
+        )
         return ret, err, None
 
     def sys_sendto(self, args: list[Expr]) -> tuple[int, int, Post]:
@@ -427,13 +490,18 @@ class Executor:
             self._disconnect(entry, family)
         self.require_ellipsis(args[5])
         buf = self.data_buffer(args[1], count)
-        if (buf is not None and count >= 8 and entry.conn is not None
-                and entry.conn.proto in (P.IPPROTO_ICMP, P.IPPROTO_ICMPV6)):
+        if (
+            buf is not None
+            and count >= 8
+            and entry.conn is not None
+            and entry.conn.proto in (P.IPPROTO_ICMP, P.IPPROTO_ICMPV6)
+        ):
             # A ping socket only sends echo requests: like upstream, the script's zeroed
             # buffer becomes one (the kernel fills in id and checksum).
             buf[0] = bytes([128 if self.cfg.wire_v6 else 8])
-        ret, err = self.call(libc.sendto, entry.live, buf, count,
-                             self.int32(args[3]), addr, len(addr) if addr else 0)
+        ret, err = self.call(
+            libc.sendto, entry.live, buf, count, self.int32(args[3]), addr, len(addr) if addr else 0
+        )
         self._after_connect(entry)
         return ret, err, None
 
@@ -474,8 +542,9 @@ class Executor:
             array, count = self.iovecs(iov_expr)
             index = next(i.index for i in expr.items if i.kind == "keyed" and i.key == "msg_iov")
             if index is not None and index.kind != "ellipsis" and self.integer(index) != count:
-                raise RuntimeFailure(f"msg_iovlen {self.integer(index)} does not match "
-                                     f"{count}-element iovec array")
+                raise RuntimeFailure(
+                    f"msg_iovlen {self.integer(index)} does not match {count}-element iovec array"
+                )
             msg.iov, msg.iovlen = ctypes.cast(array, ctypes.c_void_p), count
         name = expr.field("msg_name")
         if name is not None and for_recv:
@@ -496,7 +565,7 @@ class Executor:
         entry = self.entry(args[0])
         msg = self.msghdr(args[1], for_recv=False)
         if msg.name:
-            self._start_connect(entry)   # implicit connect, e.g. MSG_FASTOPEN (as sendto)
+            self._start_connect(entry)  # implicit connect, e.g. MSG_FASTOPEN (as sendto)
         flags_expr = args[1].field("msg_flags")
         if flags_expr is not None and self.integer(flags_expr) != 0:
             raise RuntimeFailure("sendmsg ignores msg_flags field in msghdr")
@@ -523,16 +592,17 @@ class Executor:
             if control is not None:
                 raw = ctypes.string_at(msg.control, msg.controllen) if msg.control else b""
                 self.check_cmsgs(control, raw)
+
         return ret, err, post
 
     def check_cmsgs(self, expected: Expr, raw: bytes) -> None:
         actual: list[tuple[int, int, bytes]] = []
         offset = 0
         while offset + 16 <= len(raw):
-            length, level, kind = struct.unpack("=Qii", raw[offset:offset + 16])
+            length, level, kind = struct.unpack("=Qii", raw[offset : offset + 16])
             if length < 16:
                 break
-            actual.append((level, kind, raw[offset + 16:offset + length]))
+            actual.append((level, kind, raw[offset + 16 : offset + length]))
             offset += (length + 7) & ~7
         wanted = expected.items if expected.kind == "list" else []
         if len(actual) > len(wanted):
@@ -543,33 +613,38 @@ class Executor:
             want_level = self.integer(want.field("cmsg_level") or Expr("integer", 0))
             want_type = self.integer(want.field("cmsg_type") or Expr("integer", 0))
             if want_level != level:
-                raise RuntimeFailure(f"Bad level in cmsg {i}: expected={want_level} "
-                                     f"actual={level}")
+                raise RuntimeFailure(f"Bad level in cmsg {i}: expected={want_level} actual={level}")
             if want_type != kind:
-                raise RuntimeFailure(f"Bad type in cmsg {i}: expected={want_type} "
-                                     f"actual={kind}")
+                raise RuntimeFailure(f"Bad type in cmsg {i}: expected={want_type} actual={kind}")
             want_data = want.field("cmsg_data")
             size = cmsg_data_size(want_data, level)
             if size is not None and size != len(data):
-                raise RuntimeFailure(f"Bad len in cmsg {i}: expected={16 + size} "
-                                     f"actual={16 + len(data)}")
+                raise RuntimeFailure(
+                    f"Bad len in cmsg {i}: expected={16 + size} actual={16 + len(data)}"
+                )
             self.check_cmsg_data(i, want_data, data)
 
     def check_cmsg_data(self, index: int, want: Expr | None, data: bytes) -> None:
-        if want is None:   # the parser refuses a cmsg without cmsg_data
+        if want is None:  # the parser refuses a cmsg without cmsg_data
             return
         if want.kind == "brace" and want.field("ee_errno") is not None:
             # struct sock_extended_err: errno u32, origin/type/code u8, one pad byte,
             # info u32, data u32; upstream compares each at its width, unsigned.
-            errno, origin, kind, code, _pad, info, ee_data = struct.unpack("=IBBBBII",
-                                                                          data[:16])
-            for name, got, mask in (("errno", errno, 0xFFFFFFFF), ("origin", origin, 0xFF),
-                                    ("type", kind, 0xFF), ("code", code, 0xFF),
-                                    ("info", info, 0xFFFFFFFF), ("data", ee_data, 0xFFFFFFFF)):
+            errno, origin, kind, code, _pad, info, ee_data = struct.unpack("=IBBBBII", data[:16])
+            for name, got, mask in (
+                ("errno", errno, 0xFFFFFFFF),
+                ("origin", origin, 0xFF),
+                ("type", kind, 0xFF),
+                ("code", code, 0xFF),
+                ("info", info, 0xFFFFFFFF),
+                ("data", ee_data, 0xFFFFFFFF),
+            ):
                 exp = want.field(f"ee_{name}")
                 if exp is not None and self.integer(exp) & mask != got:
-                    raise RuntimeFailure(f"Bad {name} in extended err {index}: "
-                                         f"expected={self.integer(exp) & mask} actual={got}")
+                    raise RuntimeFailure(
+                        f"Bad {name} in extended err {index}: "
+                        f"expected={self.integer(exp) & mask} actual={got}"
+                    )
         elif want.kind == "brace" and want.field("scm_sec") is not None:
             sec, nsec = struct.unpack("=qq", data[:16])
             want_sec = self.integer(want.field("scm_sec") or Expr("integer", 0))
@@ -578,14 +653,17 @@ class Executor:
                 live_usecs = self.state.clock.to_script(sec + nsec / 1e9)
                 script_usecs = want_sec * 1000000 + want_nsec // 1000
                 if abs(live_usecs - script_usecs) > self.cfg.tolerance.base(0):
-                    raise RuntimeFailure(f"Bad timestamp in scm_timestamping {index}: "
-                                         f"expected={script_usecs} actual={live_usecs}")
+                    raise RuntimeFailure(
+                        f"Bad timestamp in scm_timestamping {index}: "
+                        f"expected={script_usecs} actual={live_usecs}"
+                    )
         elif want.kind in ("integer", "word", "binary"):
             got = int.from_bytes(data[:4], "little")
             if self.integer(want) & 0xFFFFFFFF != got:
-                raise RuntimeFailure(f"Bad cmsg data in cmsg {index}: expected="
-                                     f"{self.integer(want)} actual={got}")
-        else:   # e.g. SCM_TIMESTAMPING_OPT_STATS attribute lists: never silently accepted
+                raise RuntimeFailure(
+                    f"Bad cmsg data in cmsg {index}: expected={self.integer(want)} actual={got}"
+                )
+        else:  # e.g. SCM_TIMESTAMPING_OPT_STATS attribute lists: never silently accepted
             raise RuntimeFailure("Unrecognized type for cmsg_data")
 
     # --- control ----------------------------------------------------------------------------
@@ -605,6 +683,7 @@ class Executor:
                 want = self.bracketed_int(args[2])
                 if want != out.value:
                     raise RuntimeFailure(f"Bad ioctl optval: expected: {want} actual: {out.value}")
+
         return ret, err, post
 
     def sys_close(self, args: list[Expr]) -> tuple[int, int, Post]:
@@ -623,15 +702,22 @@ class Executor:
 
     def optval(self, expr: Expr) -> bytes:
         if expr.kind == "list":
-            return struct.pack("=i", self.bracketed_int(expr) if self.bracketed_int(expr) < 2**31
-                               else self.bracketed_int(expr) - 2**32)
+            return struct.pack(
+                "=i",
+                self.bracketed_int(expr)
+                if self.bracketed_int(expr) < 2**31
+                else self.bracketed_int(expr) - 2**32,
+            )
         if expr.kind == "string":
             return decode_escapes(expr.value)
         if expr.kind == "inet6_addr":
             return bytes(expr.value)
         if expr.kind == "brace" and expr.field("onoff") is not None:
-            return struct.pack("=ii", self.integer(expr.field("onoff") or Expr("integer", 0)),
-                               self.integer(expr.field("linger") or Expr("integer", 0)))
+            return struct.pack(
+                "=ii",
+                self.integer(expr.field("onoff") or Expr("integer", 0)),
+                self.integer(expr.field("linger") or Expr("integer", 0)),
+            )
         if expr.kind in ("integer", "word", "binary"):
             return struct.pack("=i", self.integer(expr))
         raise self.type_error(expr, "list")
@@ -649,8 +735,7 @@ class Executor:
         fd, level, name = self.live_fd(args[0]), self.int32(args[1]), self.int32(args[2])
         want_expr = args[3]
         if len(args) == 5:
-            optlen = (self.bracketed_int(args[4]) if args[4].kind == "list"
-                      else self.int32(args[4]))
+            optlen = self.bracketed_int(args[4]) if args[4].kind == "list" else self.int32(args[4])
         else:
             optlen = 4
         if want_expr.kind == "list" and optlen != 4:
@@ -660,9 +745,10 @@ class Executor:
 
         def post() -> None:
             if live_len.value != optlen:
-                raise RuntimeFailure(f"Bad getsockopt optlen: expected: {optlen} actual: "
-                                     f"{live_len.value}")
-            raw = buf.raw[:live_len.value]
+                raise RuntimeFailure(
+                    f"Bad getsockopt optlen: expected: {optlen} actual: {live_len.value}"
+                )
+            raw = buf.raw[: live_len.value]
             if want_expr.kind == "list":
                 want = self.bracketed_int(want_expr)
                 got = struct.unpack("=i", raw[:4])[0]
@@ -671,22 +757,28 @@ class Executor:
             elif want_expr.kind == "string":
                 want_raw = self.optval(want_expr)
                 if len(want_raw) != optlen:
-                    raise RuntimeFailure(f"Bad getsockopt optval: expected optlen ({optlen} "
-                                         f"bytes) does not match length of expected optval "
-                                         f"string '{want_expr.value}' ({len(want_raw)} bytes)")
+                    raise RuntimeFailure(
+                        f"Bad getsockopt optval: expected optlen ({optlen} "
+                        f"bytes) does not match length of expected optval "
+                        f"string '{want_expr.value}' ({len(want_raw)} bytes)"
+                    )
                 if want_raw != raw:
-                    raise RuntimeFailure(f"Bad getsockopt optval: expected: '{want_expr.value}'"
-                                         f" actual: '{raw.decode('latin-1')}'")
+                    raise RuntimeFailure(
+                        f"Bad getsockopt optval: expected: '{want_expr.value}'"
+                        f" actual: '{raw.decode('latin-1')}'"
+                    )
             elif want_expr.kind == "inet6_addr":
                 if optlen != 16:
                     raise RuntimeFailure(f"Unsupported getsockopt optlen: {optlen}")
                 if bytes(want_expr.value) != raw:
-                    raise RuntimeFailure("Bad getsockopt optval: expected: "
-                                         f"{ipaddress.IPv6Address(bytes(want_expr.value))} "
-                                         f"actual: {ipaddress.IPv6Address(raw)} ")
-            else:   # upstream's wording: every other value would go unchecked
-                raise RuntimeFailure(f"unsupported getsockopt value type: "
-                                     f"{type_name(want_expr)}")
+                    raise RuntimeFailure(
+                        "Bad getsockopt optval: expected: "
+                        f"{ipaddress.IPv6Address(bytes(want_expr.value))} "
+                        f"actual: {ipaddress.IPv6Address(raw)} "
+                    )
+            else:  # upstream's wording: every other value would go unchecked
+                raise RuntimeFailure(f"unsupported getsockopt value type: {type_name(want_expr)}")
+
         return ret, err, post
 
     def sys_poll(self, args: list[Expr]) -> tuple[int, int, Post]:
@@ -707,8 +799,11 @@ class Executor:
                 want = self.integer(want_expr) if want_expr is not None else 0
                 got = struct.unpack_from("=ihh", array, 8 * i)[2] & 0xFFFF
                 if want != got:
-                    raise RuntimeFailure(f"Expected revents of {poll_flags(want)} but got "
-                                         f"{poll_flags(got)} for pollfd {i}")
+                    raise RuntimeFailure(
+                        f"Expected revents of {poll_flags(want)} but got "
+                        f"{poll_flags(got)} for pollfd {i}"
+                    )
+
         return ret, err, post
 
     def sys_open(self, args: list[Expr]) -> tuple[int, int, Post]:
@@ -722,9 +817,13 @@ class Executor:
         offset = None
         if args[2].kind == "list":
             offset = ctypes.c_long(self.bracketed_int(args[2]))
-        ret, err = self.call(libc.sendfile, out_fd, in_fd,
-                             ctypes.byref(offset) if offset is not None else None,
-                             self.int32(args[3]))
+        ret, err = self.call(
+            libc.sendfile,
+            out_fd,
+            in_fd,
+            ctypes.byref(offset) if offset is not None else None,
+            self.int32(args[3]),
+        )
         return ret, err, None
 
     # --- epoll, pipes, splice, capabilities ---------------------------------------------
@@ -762,11 +861,15 @@ class Executor:
         def post() -> None:
             events, data = struct.unpack("=IQ", buf.raw[:12]) if ret > 0 else (0, 0)
             if events != want_events & 0xFFFFFFFF:
-                raise RuntimeFailure("epoll_event->events does not match script: expected: "
-                                     f"0x{want_events:x} actual: 0x{events:x}\n")
+                raise RuntimeFailure(
+                    "epoll_event->events does not match script: expected: "
+                    f"0x{want_events:x} actual: 0x{events:x}\n"
+                )
             if data != want_data & 0xFFFFFFFFFFFFFFFF:
-                raise RuntimeFailure("epoll_event->data does not match script: expected: "
-                                     f"{want_data} actual: {data}")
+                raise RuntimeFailure(
+                    f"epoll_event->data does not match script: expected: {want_data} actual: {data}"
+                )
+
         return ret, err, post
 
     def sys_pipe(self, args: list[Expr]) -> tuple[int, int, Post]:
@@ -778,13 +881,21 @@ class Executor:
         def post() -> None:
             for item, live in zip(args[0].items, fds, strict=True):
                 self.register(self.int32(item), live)
+
         return ret, err, post if ret == 0 else None
 
     def sys_splice(self, args: list[Expr]) -> tuple[int, int, Post]:
         fd_in, fd_out = self.live_fd(args[0]), self.live_fd(args[2])
         off_in, off_out = self.integer(args[1]), self.integer(args[3])
-        ret, err = self.call(libc.splice, fd_in, off_in or None, fd_out, off_out or None,
-                             self.int32(args[4]), self.int32(args[5]))
+        ret, err = self.call(
+            libc.splice,
+            fd_in,
+            off_in or None,
+            fd_out,
+            off_out or None,
+            self.int32(args[4]),
+            self.int32(args[5]),
+        )
         return ret, err, None
 
     def sys_cap_set(self, args: list[Expr]) -> tuple[int, int, Post]:
@@ -833,7 +944,7 @@ def decode_escapes(text: str) -> bytes:
             out.append(simple[nxt])
             i += 2
         elif nxt == "x":
-            digits = text[i + 2:i + 4]
+            digits = text[i + 2 : i + 4]
             if len(digits) != 2 or any(c not in "0123456789abcdefABCDEF" for c in digits):
                 raise RuntimeFailure(f"invalid hex escape (\\xhh): '\\x{digits}'")
             out.append(int(digits, 16))

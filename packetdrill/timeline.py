@@ -34,13 +34,13 @@ class ExpectedEvent:
     the base tolerance plus the run's late slack (:class:`.tolerance.Tolerance`)."""
 
     line: int
-    kind: str                  # "inbound packet", "outbound packet", "system call start" …
+    kind: str  # "inbound packet", "outbound packet", "system call start" …
     start: float
     end: float | None
     window_start: float
     window_end: float
     any_time: bool
-    flags: str = ""            # TCP only: the script's flags, sequence range and ack
+    flags: str = ""  # TCP only: the script's flags, sequence range and ack
     seq: int | None = None
     seq_end: int | None = None
     ack: int | None = None
@@ -49,7 +49,7 @@ class ExpectedEvent:
 @dataclass(frozen=True)
 class Timeline:
     script: str
-    epoch: float               # wall-clock time (pcap time) of script time 0
+    epoch: float  # wall-clock time (pcap time) of script time 0
     events: list[ExpectedEvent]
 
 
@@ -59,22 +59,40 @@ def path_for(pcap: str | Path) -> Path:
 
 def _expected(event: Event, timed: _Anchored, prev: int | None, cfg: "Config") -> ExpectedEvent:
     end = timed.start if timed.end is None else timed.end
-    first, last = ((timed.earliest, end) if prev is None else
-                   cfg.tolerance.window(timed.earliest, end, timed.start - prev))
-    common = ExpectedEvent(line=event.line, kind=event.describe(), start=timed.start / 1e6,
-                           end=None if timed.end is None else timed.end / 1e6,
-                           window_start=first / 1e6, window_end=last / 1e6,
-                           any_time=event.time.any_time)
+    first, last = (
+        (timed.earliest, end)
+        if prev is None
+        else cfg.tolerance.window(timed.earliest, end, timed.start - prev)
+    )
+    common = ExpectedEvent(
+        line=event.line,
+        kind=event.describe(),
+        start=timed.start / 1e6,
+        end=None if timed.end is None else timed.end / 1e6,
+        window_start=first / 1e6,
+        window_end=last / 1e6,
+        any_time=event.time.any_time,
+    )
     action = event.action
     if isinstance(action, PacketEvent) and isinstance(action.l4, TcpSpec):
         spec = action.l4
-        return replace(common, flags=spec.flags, seq=spec.start, seq_end=spec.end,
-                       ack=spec.ack if "." in spec.flags else None)
+        return replace(
+            common,
+            flags=spec.flags,
+            seq=spec.start,
+            seq_end=spec.end,
+            ack=spec.ack if "." in spec.flags else None,
+        )
     return common
 
 
-def write_timeline(pcap: str, script: str, epoch: float,
-                   timeline: Sequence[tuple[Event, _Anchored, int | None]], cfg: "Config") -> None:
+def write_timeline(
+    pcap: str,
+    script: str,
+    epoch: float,
+    timeline: Sequence[tuple[Event, _Anchored, int | None]],
+    cfg: "Config",
+) -> None:
     events = [asdict(_expected(event, timed, prev, cfg)) for event, timed, prev in timeline]
     path_for(pcap).write_text(json.dumps({"script": script, "epoch": epoch, "events": events}))
 
@@ -83,7 +101,8 @@ def read_timeline(pcap: str | Path) -> Timeline | None:
     """The timeline saved next to *pcap*, or None (not a script run, or an unreadable file)."""
     try:
         data = json.loads(path_for(pcap).read_text())
-        return Timeline(data["script"], data["epoch"],
-                        [ExpectedEvent(**event) for event in data["events"]])
+        return Timeline(
+            data["script"], data["epoch"], [ExpectedEvent(**event) for event in data["events"]]
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None

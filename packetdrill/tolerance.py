@@ -19,11 +19,11 @@ import re
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:     # the result carries its Tolerance, so it imports this module
+if TYPE_CHECKING:  # the result carries its Tolerance, so it imports this module
     from .result import RunResult
 
-DEFAULT_USECS = 4000         # upstream's --tolerance_usecs default
-DEFAULT_PERCENT = 12.5       # upstream's --tolerance_percent default
+DEFAULT_USECS = 4000  # upstream's --tolerance_usecs default
+DEFAULT_PERCENT = 12.5  # upstream's --tolerance_percent default
 # The most lateness beyond the base tolerance a run may need and still count as a pass. The
 # shortest kernel timer a script tells apart from "at once" is the 40 ms minimum delayed-ACK
 # timer (TCP_DELACK_MIN); base 4 ms + 30 ms stays below it, so an ACK that waited for that timer
@@ -34,7 +34,7 @@ LATE_BOUND_USECS = 30_000
 SCALE_STEP_USECS = DEFAULT_USECS
 
 EARLY, LATE = "early", "late"
-TIMING_PROPERTY = "packetdrill_timing"   # the user property a .pkt item records its record as
+TIMING_PROPERTY = "packetdrill_timing"  # the user property a .pkt item records its record as
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,8 @@ class Tolerance:
         """Upstream's ``tolerance T sec`` for a timing error, plus the late slack if any."""
         slack = self.late_slack_usecs
         return f"tolerance {self.base(gap_usecs) / 1e6:.6f} sec" + (
-            f" (+{slack / 1e6:.6f} sec late slack)" if slack else "")
+            f" (+{slack / 1e6:.6f} sec late slack)" if slack else ""
+        )
 
     def with_slack(self, usecs: int, source: str) -> "Tolerance":
         return replace(self, late_slack_usecs=usecs, slack_from=source)
@@ -95,10 +96,15 @@ class Tolerance:
         return [("tolerance_late_usecs", str(slack))] if slack else []
 
     def describe(self) -> str:
-        slack = (f"late slack +{self.late_slack_usecs / 1000:.1f} ms ({self.slack_from})"
-                 if self.late_slack_usecs else "no late slack")
-        return (f"base {self.usecs} us / {self.percent:g}% ({self.base_from}), {slack}, "
-                f"bound +{LATE_BOUND_USECS / 1000:.0f} ms")
+        slack = (
+            f"late slack +{self.late_slack_usecs / 1000:.1f} ms ({self.slack_from})"
+            if self.late_slack_usecs
+            else "no late slack"
+        )
+        return (
+            f"base {self.usecs} us / {self.percent:g}% ({self.base_from}), {slack}, "
+            f"bound +{LATE_BOUND_USECS / 1000:.0f} ms"
+        )
 
 
 def slack_for_scale(scale: float) -> int:
@@ -108,10 +114,14 @@ def slack_for_scale(scale: float) -> int:
 
 # Upstream's timing errors: a range ("+a~+b sec but happened at +c sec", relative or absolute)
 # or a point ("at a sec but happened at c sec; tolerance t sec").
-_RANGE = re.compile(r"timing error: expected .*? time range \+?(?P<a>[-\d.]+)~\+?(?P<b>[-\d.]+) "
-                    r"sec but happened at \+?(?P<c>[-\d.]+) sec")
-_POINT = re.compile(r"timing error: expected .*? at (?P<a>[-\d.]+) sec but happened at "
-                    r"(?P<c>[-\d.]+) sec; tolerance (?P<t>[-\d.]+) sec")
+_RANGE = re.compile(
+    r"timing error: expected .*? time range \+?(?P<a>[-\d.]+)~\+?(?P<b>[-\d.]+) "
+    r"sec but happened at \+?(?P<c>[-\d.]+) sec"
+)
+_POINT = re.compile(
+    r"timing error: expected .*? at (?P<a>[-\d.]+) sec but happened at "
+    r"(?P<c>[-\d.]+) sec; tolerance (?P<t>[-\d.]+) sec"
+)
 
 
 def classify_message(message: str, tolerance: Tolerance) -> tuple[str, int]:
@@ -148,8 +158,9 @@ class TimingRecord:
     @classmethod
     def from_json(cls, text: str) -> "TimingRecord":
         data = json.loads(text)
-        return cls(data["verdict"], data["late_usecs"], Tolerance(**data["tolerance"]),
-                   data["bound_usecs"])
+        return cls(
+            data["verdict"], data["late_usecs"], Tolerance(**data["tolerance"]), data["bound_usecs"]
+        )
 
     def summary(self) -> str:
         """The human words for the verdict, e.g. ``needed widening: +12.3 ms late``."""
@@ -157,23 +168,32 @@ class TimingRecord:
         if self.verdict == "widened":
             return f"needed widening: {late}"
         if self.verdict == "not-checkable":
-            return (f"timing not checkable on this machine: {late} beyond the base tolerance"
-                    f" ({self.tolerance.describe()})")
+            return (
+                f"timing not checkable on this machine: {late} beyond the base tolerance"
+                f" ({self.tolerance.describe()})"
+            )
         return ""
 
 
 def verdict_of_lateness(late_usecs: int) -> str:
     """``clean``, ``widened`` (up to the bound) or ``not-checkable`` for a run whose accepted
     events were ``late_usecs`` late at worst."""
-    return ("clean" if late_usecs == 0 else "widened" if late_usecs <= LATE_BOUND_USECS
-            else "not-checkable")
+    return (
+        "clean"
+        if late_usecs == 0
+        else "widened"
+        if late_usecs <= LATE_BOUND_USECS
+        else "not-checkable"
+    )
 
 
 # The events the engine itself performs at their script time (upstream's words for them): when
 # one of these is late, the engine woke up late - this machine stalled (a loaded host, a
 # throttled VM) - and the kernel under test never saw the script's stimulus on time.
-_ENGINE_EVENT = re.compile(r"timing error: expected (inbound packet|system call start|command|"
-                           r"data collection for code) ")
+_ENGINE_EVENT = re.compile(
+    r"timing error: expected (inbound packet|system call start|command|"
+    r"data collection for code) "
+)
 
 
 def late_by_the_engine(result: "RunResult") -> bool:
@@ -198,8 +218,10 @@ def judge_run(result: "RunResult", tolerance: Tolerance) -> TimingRecord:
     if result.passed:
         verdict = verdict_of_lateness(late)
     elif late_by_the_engine(result) or (
-            result.timing_error == LATE and slack and (slack > LATE_BOUND_USECS or
-                                                       result.late_error_usecs <= slack)):
+        result.timing_error == LATE
+        and slack
+        and (slack > LATE_BOUND_USECS or result.late_error_usecs <= slack)
+    ):
         verdict = "not-checkable"
         late = max(late, result.late_error_usecs)
     else:

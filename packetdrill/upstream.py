@@ -42,8 +42,9 @@ def upstream_argv(binary: str, path: str, options: CliOptions) -> list[str]:
 
 def parse_output(path: str, status: int, stdout: str, stderr: str) -> RunResult:
     """Turn upstream's exit status and output into a :class:`RunResult`."""
-    result = RunResult(path, status == 0, backend="upstream", exit_status=status,
-                       stdout=stdout, stderr=stderr)
+    result = RunResult(
+        path, status == 0, backend="upstream", exit_status=status, stdout=stdout, stderr=stderr
+    )
     if status == 0:
         return result
     lines = [line for line in stderr.splitlines() if line.strip()]
@@ -61,8 +62,9 @@ def parse_output(path: str, status: int, stdout: str, stderr: str) -> RunResult:
     return result
 
 
-def run_upstream(binary: str, path: str, options: CliOptions, cfg: Config,
-                 timeout: float) -> RunResult:
+def run_upstream(
+    binary: str, path: str, options: CliOptions, cfg: Config, timeout: float
+) -> RunResult:
     """Run the binary in a fresh namespace, from the script's folder like upstream's corpus
     runner (scripts name ``../common/defaults.sh``-style paths), and parse its output.
 
@@ -72,11 +74,11 @@ def run_upstream(binary: str, path: str, options: CliOptions, cfg: Config,
     argv = _NETNS_WRAPPER + upstream_argv(binary, path, options)
     started = time.monotonic()
     child = run_child(argv, path, timeout)
-    stderr = child.stderr + (f"\n{path}: timed out after {timeout:.0f} s" if child.timed_out
-                             else "")
+    stderr = child.stderr + (
+        f"\n{path}: timed out after {timeout:.0f} s" if child.timed_out else ""
+    )
     result = parse_output(path, child.returncode, child.stdout, stderr)
     result.tolerance = cfg.tolerance
-    result.timing_error, result.late_error_usecs = classify_message(result.message,
-                                                                    cfg.tolerance)
+    result.timing_error, result.late_error_usecs = classify_message(result.message, cfg.tolerance)
     result.duration = time.monotonic() - started
     return result

@@ -16,18 +16,46 @@ EXPECT_FAIL = re.compile(r"//\s*netregress:\s*expect-fail:\s*(.+?)\s*$", re.M)
 # For scripts whose expectations rely on a driver being absent (netns.features names).
 SKIP_IF_HAS = re.compile(r"//\s*netregress:\s*skip-if-kernel-has:\s*(.+?)\s*$", re.M)
 _IP_VERSION_LINE = re.compile(r"^--ip_version=(\S+)", re.M)
-_V4_COMMON = ["--local_ip=192.168.0.1", "--gateway_ip=192.168.0.1", "--netmask_ip=255.255.0.0",
-              "--remote_ip=192.0.2.1", "-D", "TFO_COOKIE=3021b9d889017eeb",
-              "-D", "CODE=host_unreachable"]
+_V4_COMMON = [
+    "--local_ip=192.168.0.1",
+    "--gateway_ip=192.168.0.1",
+    "--netmask_ip=255.255.0.0",
+    "--remote_ip=192.0.2.1",
+    "-D",
+    "TFO_COOKIE=3021b9d889017eeb",
+    "-D",
+    "CODE=host_unreachable",
+]
 VARIANTS: dict[str, list[str]] = {
-    "ipv4": ["--ip_version=ipv4", *_V4_COMMON, "-D", "CMSG_LEVEL_IP=SOL_IP",
-             "-D", "CMSG_TYPE_RECVERR=IP_RECVERR"],
-    "ipv4-mapped-ipv6": ["--ip_version=ipv4-mapped-ipv6", *_V4_COMMON,
-                         "-D", "CMSG_LEVEL_IP=SOL_IPV6", "-D", "CMSG_TYPE_RECVERR=IPV6_RECVERR"],
-    "ipv6": ["--ip_version=ipv6", "--mtu=1520", "--local_ip=fd3d:0a0b:17d6::1",
-             "--gateway_ip=fd3d:0a0b:17d6:8888::1", "--remote_ip=fd3d:fa7b:d17d::1",
-             "-D", "TFO_COOKIE=c1d1e9742a47a9bc", "-D", "CMSG_LEVEL_IP=SOL_IPV6",
-             "-D", "CMSG_TYPE_RECVERR=IPV6_RECVERR"],
+    "ipv4": [
+        "--ip_version=ipv4",
+        *_V4_COMMON,
+        "-D",
+        "CMSG_LEVEL_IP=SOL_IP",
+        "-D",
+        "CMSG_TYPE_RECVERR=IP_RECVERR",
+    ],
+    "ipv4-mapped-ipv6": [
+        "--ip_version=ipv4-mapped-ipv6",
+        *_V4_COMMON,
+        "-D",
+        "CMSG_LEVEL_IP=SOL_IPV6",
+        "-D",
+        "CMSG_TYPE_RECVERR=IPV6_RECVERR",
+    ],
+    "ipv6": [
+        "--ip_version=ipv6",
+        "--mtu=1520",
+        "--local_ip=fd3d:0a0b:17d6::1",
+        "--gateway_ip=fd3d:0a0b:17d6:8888::1",
+        "--remote_ip=fd3d:fa7b:d17d::1",
+        "-D",
+        "TFO_COOKIE=c1d1e9742a47a9bc",
+        "-D",
+        "CMSG_LEVEL_IP=SOL_IPV6",
+        "-D",
+        "CMSG_TYPE_RECVERR=IPV6_RECVERR",
+    ],
 }
 # Every script also runs with this, as upstream's runner passes it to each one.
 COMMON_OPTIONS: CliOptions = [("send_omit_free", None)]
@@ -56,8 +84,13 @@ def variant_options(variant: str) -> CliOptions:
 def upstream_variants(path: Path) -> list[str]:
     """Upstream's naming rule alone: ``*v6.pkt`` is IPv6 only, ``*v4.pkt`` IPv4 and mapped."""
     name = path.name
-    return (["ipv6"] if name.endswith("v6.pkt") else
-            ["ipv4", "ipv4-mapped-ipv6"] if name.endswith("v4.pkt") else list(VARIANTS))
+    return (
+        ["ipv6"]
+        if name.endswith("v6.pkt")
+        else ["ipv4", "ipv4-mapped-ipv6"]
+        if name.endswith("v4.pkt")
+        else list(VARIANTS)
+    )
 
 
 def variants_for(path: Path, text: str) -> list[str]:

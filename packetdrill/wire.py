@@ -15,8 +15,17 @@ from .errors import RuntimeFailure
 from .model import TcpOption
 
 FIN, SYN, RST, PSH, ACK, URG, ECE, CWR, AE = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x100
-FLAG_BITS = {"F": FIN, "S": SYN, "R": RST, "P": PSH, ".": ACK, "U": URG, "E": ECE, "W": CWR,
-             "A": AE}
+FLAG_BITS = {
+    "F": FIN,
+    "S": SYN,
+    "R": RST,
+    "P": PSH,
+    ".": ACK,
+    "U": URG,
+    "E": ECE,
+    "W": CWR,
+    "A": AE,
+}
 
 
 @dataclass
@@ -28,8 +37,8 @@ class IpHeader:
     tos: int = 0
     ttl: int = 255
     flowlabel: int = 0
-    ihl: int = 20                       # header length in bytes (IPv4)
-    length: int = 0                     # total length (v4) or payload length (v6), as decoded
+    ihl: int = 20  # header length in bytes (IPv4)
+    length: int = 0  # total length (v4) or payload length (v6), as decoded
     checksum_ok: bool = True
 
 
@@ -59,7 +68,7 @@ class TcpHeader:
     win: int = 0
     urg: int = 0
     options: list[TcpOption] = field(default_factory=list)
-    doff: int = 20                      # header length in bytes, as decoded
+    doff: int = 20  # header length in bytes, as decoded
     reserved: int = 0
 
 
@@ -74,7 +83,7 @@ class UdpHeader:
 class IcmpHeader:
     type: int
     code: int
-    rest: bytes = b"\0\0\0\0"           # bytes 4..7 (id/seq, mtu, unused)
+    rest: bytes = b"\0\0\0\0"  # bytes 4..7 (id/seq, mtu, unused)
 
 
 Header = IpHeader | GreHeader | MplsHeader | TcpHeader | UdpHeader | IcmpHeader
@@ -149,7 +158,7 @@ def decode_tcp_options(raw: bytes) -> list[TcpOption]:
             continue
         if i + 1 >= len(raw) or raw[i + 1] < 2 or i + raw[i + 1] > len(raw):
             raise RuntimeFailure(f"unexpected TCP option kind: {kind}")
-        body = raw[i + 2:i + raw[i + 1]]
+        body = raw[i + 2 : i + raw[i + 1]]
         i += raw[i + 1]
         options.append(_decode_option(kind, body))
     return options
@@ -168,8 +177,8 @@ def _decode_option(kind: int, body: bytes) -> TcpOption:
         return TcpOption(kind, list(struct.unpack("!II", body)))
     if kind in (P.TCPOPT_ACCECN0, P.TCPOPT_ACCECN1) and len(body) % 3 == 0:
         names = ["e0b", "ceb", "e1b"] if kind == P.TCPOPT_ACCECN0 else ["e1b", "ceb", "e0b"]
-        values = [int.from_bytes(body[j:j + 3], "big") for j in range(0, len(body), 3)]
-        return TcpOption(kind, values, ecn_names=names[:len(values)])
+        values = [int.from_bytes(body[j : j + 3], "big") for j in range(0, len(body), 3)]
+        return TcpOption(kind, values, ecn_names=names[: len(values)])
     if kind == P.TCPOPT_EXP and len(body) >= 2 and body[:2] == b"\xf9\x89":
         return TcpOption(kind, data=body[2:])
     if kind in (P.TCPOPT_MD5, P.TCPOPT_FO):
@@ -200,27 +209,39 @@ def _decode(raw: bytes) -> Packet:
             proto = _l4_name(nxt)
         elif proto == "ipv6":
             word, plen, nxt, hops = struct.unpack("!IHBB", data[:8])
-            headers.append(IpHeader(6, data[8:24], data[24:40], nxt, (word >> 20) & 0xFF, hops,
-                                    word & 0xFFFFF, 40, plen))
-            data = data[40:40 + plen]
+            headers.append(
+                IpHeader(
+                    6,
+                    data[8:24],
+                    data[24:40],
+                    nxt,
+                    (word >> 20) & 0xFF,
+                    hops,
+                    word & 0xFFFFF,
+                    40,
+                    plen,
+                )
+            )
+            data = data[40 : 40 + plen]
             proto = _l4_name(nxt)
         elif proto == "gre":
             flags, ethertype = struct.unpack("!HH", data[:4])
             gre = GreHeader(flags, ethertype)
             offset = 4
             if flags & 0x8000:
-                gre.sum, gre.off = struct.unpack("!HH", data[offset:offset + 4])
+                gre.sum, gre.off = struct.unpack("!HH", data[offset : offset + 4])
                 offset += 4
             if flags & 0x2000:
-                gre.key = struct.unpack("!I", data[offset:offset + 4])[0]
+                gre.key = struct.unpack("!I", data[offset : offset + 4])[0]
                 offset += 4
             if flags & 0x1000:
-                gre.seq = struct.unpack("!I", data[offset:offset + 4])[0]
+                gre.seq = struct.unpack("!I", data[offset : offset + 4])[0]
                 offset += 4
             headers.append(gre)
             data = data[offset:]
             proto = {P.ETH_P_IP: "ipv4", P.ETH_P_IPV6: "ipv6", P.ETH_P_MPLS_UC: "mpls"}.get(
-                ethertype, "")
+                ethertype, ""
+            )
         elif proto == "mpls":
             mpls = MplsHeader()
             while True:
@@ -234,10 +255,21 @@ def _decode(raw: bytes) -> Packet:
             proto = _ip_version_proto(data)
         elif proto == "tcp":
             sport, dport, seq, ack, off, flags, win, _csum, urg = struct.unpack(
-                "!HHIIBBHHH", data[:20])
+                "!HHIIBBHHH", data[:20]
+            )
             doff = (off >> 4) * 4
-            tcp = TcpHeader(sport, dport, seq, ack, flags | ((off & 1) << 8), win, urg,
-                            decode_tcp_options(data[20:doff]), doff, (off >> 1) & 7)
+            tcp = TcpHeader(
+                sport,
+                dport,
+                seq,
+                ack,
+                flags | ((off & 1) << 8),
+                win,
+                urg,
+                decode_tcp_options(data[20:doff]),
+                doff,
+                (off >> 1) & 7,
+            )
             headers.append(tcp)
             return Packet(headers, data[doff:])
         elif proto == "udp":
@@ -256,9 +288,15 @@ def _ip_version_proto(data: bytes) -> str:
 
 
 def _l4_name(proto: int) -> str:
-    return {P.IPPROTO_TCP: "tcp", P.IPPROTO_UDP: "udp", P.IPPROTO_ICMP: "icmp",
-            P.IPPROTO_ICMPV6: "icmpv6", P.IPPROTO_GRE: "gre", P.IPPROTO_IPIP: "ipv4",
-            P.IPPROTO_IPV6: "ipv6"}.get(proto, "")
+    return {
+        P.IPPROTO_TCP: "tcp",
+        P.IPPROTO_UDP: "udp",
+        P.IPPROTO_ICMP: "icmp",
+        P.IPPROTO_ICMPV6: "icmpv6",
+        P.IPPROTO_GRE: "gre",
+        P.IPPROTO_IPIP: "ipv4",
+        P.IPPROTO_IPV6: "ipv6",
+    }.get(proto, "")
 
 
 # --- encoding ------------------------------------------------------------------------------
@@ -295,16 +333,31 @@ def _encode(headers: list[Header], payload: bytes, pseudo_ip: IpHeader | None) -
         return struct.pack("!HH", header.flags, proto) + extra + inner
     if isinstance(header, MplsHeader):
         inner = _encode(rest, payload, None)
-        stack = b"".join(struct.pack("!I", (label << 12) | (tc << 9) | (int(bottom) << 8) | ttl)
-                         for label, tc, bottom, ttl in header.entries)
+        stack = b"".join(
+            struct.pack("!I", (label << 12) | (tc << 9) | (int(bottom) << 8) | ttl)
+            for label, tc, bottom, ttl in header.entries
+        )
         return stack + inner
     assert pseudo_ip is not None, "an L4 header needs an IP header around it"
     if isinstance(header, TcpHeader):
         opts = encode_tcp_options(header.options)
         doff = 20 + len(opts)
-        segment = struct.pack("!HHIIBBHHH", header.sport, header.dport, header.seq & 0xFFFFFFFF,
-                              header.ack & 0xFFFFFFFF, ((doff // 4) << 4) | (header.flags >> 8 & 1),
-                              header.flags & 0xFF, header.win, 0, header.urg) + opts + payload
+        segment = (
+            struct.pack(
+                "!HHIIBBHHH",
+                header.sport,
+                header.dport,
+                header.seq & 0xFFFFFFFF,
+                header.ack & 0xFFFFFFFF,
+                ((doff // 4) << 4) | (header.flags >> 8 & 1),
+                header.flags & 0xFF,
+                header.win,
+                0,
+                header.urg,
+            )
+            + opts
+            + payload
+        )
         return _with_l4_checksum(segment, 16, pseudo_ip, P.IPPROTO_TCP)
     if isinstance(header, UdpHeader):
         datagram = struct.pack("!HHHH", header.sport, header.dport, 8 + len(payload), 0) + payload
@@ -324,13 +377,24 @@ def _with_l4_checksum(segment: bytes, at: int, ip: IpHeader, proto: int) -> byte
     value = checksum(pseudo + segment)
     if proto == P.IPPROTO_UDP and value == 0:
         value = 0xFFFF
-    return segment[:at] + struct.pack("!H", value) + segment[at + 2:]
+    return segment[:at] + struct.pack("!H", value) + segment[at + 2 :]
 
 
 def _encode_ip(ip: IpHeader, inner: bytes) -> bytes:
     if ip.version == 4:
-        head = struct.pack("!BBHHHBBH4s4s", 0x45, ip.tos, 20 + len(inner), 0, 0, ip.ttl,
-                           ip.proto, 0, ip.src, ip.dst)
+        head = struct.pack(
+            "!BBHHHBBH4s4s",
+            0x45,
+            ip.tos,
+            20 + len(inner),
+            0,
+            0,
+            ip.ttl,
+            ip.proto,
+            0,
+            ip.src,
+            ip.dst,
+        )
         return head[:10] + struct.pack("!H", checksum(head)) + head[12:] + inner
     word = (6 << 28) | (ip.tos << 20) | ip.flowlabel
     return struct.pack("!IHBB16s16s", word, len(inner), ip.proto, ip.ttl, ip.src, ip.dst) + inner
@@ -347,11 +411,10 @@ def _proto_of(header: Header, ip_version: int) -> int:
         return P.IPPROTO_UDP
     if isinstance(header, IcmpHeader):
         return P.IPPROTO_ICMPV6 if ip_version == 6 else P.IPPROTO_ICMP
-    return 137   # MPLS-in-IP
+    return 137  # MPLS-in-IP
 
 
 def _ethertype_of(header: Header) -> int:
     if isinstance(header, IpHeader):
         return P.ETH_P_IP if header.version == 4 else P.ETH_P_IPV6
     return P.ETH_P_MPLS_UC
-

@@ -42,8 +42,10 @@ def mirror() -> str:
     found: list[str] = re.findall(r"^URIs:\s*(\S+)", text, re.M)
     uris = [uri for uri in found if "security" not in uri]
     if not uris:
-        raise KernelsError(f"no Debian archive found in {HOST_SOURCES}: Debian kernels are "
-                           f"fetched through the mirror this machine's apt already uses")
+        raise KernelsError(
+            f"no Debian archive found in {HOST_SOURCES}: Debian kernels are "
+            f"fetched through the mirror this machine's apt already uses"
+        )
     return uris[0]
 
 

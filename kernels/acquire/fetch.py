@@ -62,4 +62,5 @@ def fetch(spec: KernelSpec, status: Status) -> BootableKernel:
         case SourceKernel():
             # Imported here: the build machinery is only needed for source kernels.
             from kernels.acquire.from_source.matrix_source import fetch_source
+
             return fetch_source(spec, status)

@@ -158,8 +158,11 @@ def parser() -> argparse.ArgumentParser:
         if name == "run":
             cmd.add_argument("--good", required=True, help="a revision where the tests pass")
             cmd.add_argument("--bad", required=True, help="a revision where they fail")
-        cmd.add_argument("--crash-is-bad", action="store_true",
-                         help="a crashed or hung kernel counts as bad (default: skip)")
+        cmd.add_argument(
+            "--crash-is-bad",
+            action="store_true",
+            help="a crashed or hung kernel counts as bad (default: skip)",
+        )
         add_run_options(cmd)
     return cli  # fmt: skip
 

@@ -22,10 +22,19 @@ def add_run_options(cli: argparse.ArgumentParser, default_tests: str | None = No
 
     `default_tests`: what runs when the user selects nothing; None makes a selection required.
     """
-    cli.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
-                     help="make -j (default: all CPUs; make runs niced)")
-    cli.add_argument("--kernel-accel", choices=("auto", "kvm", "tcg"), default="auto",
-                     help="VM acceleration (auto: KVM only if a probe guest boots)")
+    cli.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="make -j (default: all CPUs; make runs niced)",
+    )
+    cli.add_argument(
+        "--kernel-accel",
+        choices=("auto", "kvm", "tcg"),
+        default="auto",
+        help="VM acceleration (auto: KVM only if a probe guest boots)",
+    )
     cli.add_argument("pytest_args", nargs="*" if default_tests else "+",
                      default=[default_tests] if default_tests else None, metavar="PYTEST_ARGS",
                      help="after --: the tests (node ids, files, -k EXPR)"

@@ -143,9 +143,11 @@ def _pytest_run(spec: KernelSpec, selection: list[str], children: Children, out:
     rows = phase_rows(log, run.boot_seconds, run.total_seconds)
     rows.append(("host: fetch, accel, results read", wall - run.total_seconds))
     status = run.problem.reason if run.problem else f"{len(run.results)} results"
-    return (f"{status}; {load} before, {_load()} after\n"
-            f"{render({spec.name: rows}, {spec.name: wall})}\n"
-            f"  slowest test phases:\n{_slowest(log)}")
+    return (
+        f"{status}; {load} before, {_load()} after\n"
+        f"{render({spec.name: rows}, {spec.name: wall})}\n"
+        f"  slowest test phases:\n{_slowest(log)}"
+    )
 
 
 def _matrix(names: list[str], selection: list[str], jobs: int, keep: Path | None) -> str:
@@ -167,9 +169,12 @@ def _matrix(names: list[str], selection: list[str], jobs: int, keep: Path | None
             columns[run.name] = phase_rows(log, run.boot_seconds, run.total_seconds)
             totals[run.name] = run.total_seconds
     jobs_text = "default jobs" if jobs == 0 else f"{jobs} job(s)"
-    return (f"matrix of {len(names)} kernels ({jobs_text}): {wall:.0f} s wall, exit status "
-            f"{proc.returncode}; {load} before, {_load()} after"
-            + (f"; results in {out}" if keep else "") + f"\n{render(columns, totals)}")
+    return (
+        f"matrix of {len(names)} kernels ({jobs_text}): {wall:.0f} s wall, exit status "
+        f"{proc.returncode}; {load} before, {_load()} after"
+        + (f"; results in {out}" if keep else "")
+        + f"\n{render(columns, totals)}"
+    )
 
 
 def bench(args: argparse.Namespace) -> None:
@@ -190,8 +195,11 @@ def bench(args: argparse.Namespace) -> None:
                     result = launcher.run(Boot(kernel, true, Path(out), accel, 300), print_none)
                 overhead = result.total_seconds - bare
                 userspace = result.boot_seconds or 0.0
-                print(f"  bare boot {bare:.1f} s; runner `true` {result.total_seconds:.1f} s "
-                      f"(userspace at {userspace:.1f} s, overhead {overhead:+.1f} s)", flush=True)
+                print(
+                    f"  bare boot {bare:.1f} s; runner `true` {result.total_seconds:.1f} s "
+                    f"(userspace at {userspace:.1f} s, overhead {overhead:+.1f} s)",
+                    flush=True,
+                )
                 with tempfile.TemporaryDirectory(dir=cache_dir("bench")) as scratch:
                     kept = args.output / spec.name if args.output else Path(scratch)
                     figures = _pytest_run(spec, args.selection, children, kept)
@@ -209,17 +217,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", action="append", help="kernel names (default: all VM kernels)")
     parser.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto")
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--matrix", action="store_true",
-                        help="also time the whole matrix (scripts/matrix) on these kernels")
-    parser.add_argument("--matrix-jobs", type=int, default=0, metavar="N",
-                        help="kernels at once for --matrix (default: the matrix's default)")
-    parser.add_argument("--no-guests", dest="guests", action="store_false",
-                        help="skip the per-kernel boot and pytest figures (with --matrix)")
-    parser.add_argument("--output", type=Path, metavar="DIR",
-                        help="keep the guests' and the matrix's results here (to compare "
-                        "verdicts); by default they are deleted")
-    parser.epilog = ("Other arguments go to pytest unchanged, as with scripts/matrix (default: "
-                     f"{' '.join(DEFAULT_SELECTION)}).")
+    parser.add_argument(
+        "--matrix",
+        action="store_true",
+        help="also time the whole matrix (scripts/matrix) on these kernels",
+    )
+    parser.add_argument(
+        "--matrix-jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="kernels at once for --matrix (default: the matrix's default)",
+    )
+    parser.add_argument(
+        "--no-guests",
+        dest="guests",
+        action="store_false",
+        help="skip the per-kernel boot and pytest figures (with --matrix)",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        metavar="DIR",
+        help="keep the guests' and the matrix's results here (to compare "
+        "verdicts); by default they are deleted",
+    )
+    parser.epilog = (
+        "Other arguments go to pytest unchanged, as with scripts/matrix (default: "
+        f"{' '.join(DEFAULT_SELECTION)})."
+    )
     args, pytest_args = parser.parse_known_args(argv)
     args.selection = [arg for arg in pytest_args if arg != "--"] or DEFAULT_SELECTION
 

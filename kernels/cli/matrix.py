@@ -50,22 +50,48 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--kernels", action="append", default=[], metavar="A,B",
                         help="kernel names from the catalog or bzImage paths (default: all "
                         "default kernels)")  # fmt: skip
-    parser.add_argument("--jobs", "-j", type=int, default=0,
-                        help="kernels at once (default: one per CPU)")
-    parser.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto",
-                        help="VM acceleration (auto: KVM only if a probe guest boots)")
-    parser.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
-                        help="per-kernel limit; a guest still running then is a crash")
-    parser.add_argument("--output", type=Path, metavar="DIR",
-                        help="where matrix.md, matrix.json, junit-<kernel>.xml and each "
-                        "kernel's console go (default: a new folder under the cache)")
-    parser.add_argument("--catalog", type=Path, default=DEFAULT_CATALOG, metavar="FILE",
-                        help="the kernel catalog (default: kernels/matrix.toml)")
-    parser.add_argument("--expectations", type=Path, metavar="FILE",
-                        help="known failures (default: kernels/expectations.toml)")
-    parser.add_argument("--shard", metavar="I/N",
-                        help="run only slice I of N (by kernel; by test within a kernel when N "
-                        "exceeds the kernels); combine the directories with `merge`")
+    parser.add_argument(
+        "--jobs", "-j", type=int, default=0, help="kernels at once (default: one per CPU)"
+    )
+    parser.add_argument(
+        "--accel",
+        choices=("auto", "kvm", "tcg"),
+        default="auto",
+        help="VM acceleration (auto: KVM only if a probe guest boots)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="per-kernel limit; a guest still running then is a crash",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        metavar="DIR",
+        help="where matrix.md, matrix.json, junit-<kernel>.xml and each "
+        "kernel's console go (default: a new folder under the cache)",
+    )
+    parser.add_argument(
+        "--catalog",
+        type=Path,
+        default=DEFAULT_CATALOG,
+        metavar="FILE",
+        help="the kernel catalog (default: kernels/matrix.toml)",
+    )
+    parser.add_argument(
+        "--expectations",
+        type=Path,
+        metavar="FILE",
+        help="known failures (default: kernels/expectations.toml)",
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only slice I of N (by kernel; by test within a kernel when N "
+        "exceeds the kernels); combine the directories with `merge`",
+    )
     parser.add_argument("--list", action="store_true", help="list the catalog and exit")
     return parser
 
@@ -179,8 +205,13 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
     finally:
         children.stop_all()  # first: workers blocked on a guest return once it is gone
         pool.shutdown(wait=True, cancel_futures=True)
-    remember({run.name: run.total_seconds for piece, run in zip(pieces, runs, strict=True)
-              if piece.count == 1 and run.problem is None})
+    remember(
+        {
+            run.name: run.total_seconds
+            for piece, run in zip(pieces, runs, strict=True)
+            if piece.count == 1 and run.problem is None
+        }
+    )
     matrix = build(runs, rows)
     if shard[1] == 1:  # a shard cannot know what the other shards' kernels did
         kept_pcaps.prune(matrix)

@@ -57,8 +57,9 @@ class Soak:
 
     def varied(self) -> list[str]:
         """Tests with more than one verdict, or missing from some run (a run lost them)."""
-        return sorted(k for k, c in self.counts.items()
-                      if len(c) > 1 or sum(c.values()) != len(self.runs))
+        return sorted(
+            k for k, c in self.counts.items() if len(c) > 1 or sum(c.values()) != len(self.runs)
+        )
 
     def failed(self) -> list[str]:
         return sorted(k for k, c in self.counts.items() if any(c[o] for o in UNEXPECTED))
@@ -66,20 +67,38 @@ class Soak:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="scripts/soak", description=__doc__.split("\n\n")[0],
-        epilog="Unknown arguments are passed to pytest (paths, -k EXPR, …); default: "
-               "tests/cases.")
-    parser.add_argument("--runs", type=int, required=True, metavar="N",
-                        help="how many times to run the selection")
-    parser.add_argument("--matrix", action="store_true",
-                        help="run the VM matrix each time instead of the host suite")
+        prog="scripts/soak",
+        description=__doc__.split("\n\n")[0],
+        epilog="Unknown arguments are passed to pytest (paths, -k EXPR, …); default: tests/cases.",
+    )
+    parser.add_argument(
+        "--runs", type=int, required=True, metavar="N", help="how many times to run the selection"
+    )
+    parser.add_argument(
+        "--matrix",
+        action="store_true",
+        help="run the VM matrix each time instead of the host suite",
+    )
     parser.add_argument("--kernels", metavar="A,B", help="with --matrix: which kernels")
-    parser.add_argument("--workers", type=int, default=2, metavar="N",
-                        help="host suite: pytest-xdist workers (default 2, as scripts/netregress)")
-    parser.add_argument("--note", default="", help="the load condition, recorded in the JSON "
-                        "(e.g. 'idle', 'two busy loops', 'kernel build')")
-    parser.add_argument("--output", type=Path, metavar="DIR",
-                        help="where soak.json, soak.txt and each run's files go")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="host suite: pytest-xdist workers (default 2, as scripts/netregress)",
+    )
+    parser.add_argument(
+        "--note",
+        default="",
+        help="the load condition, recorded in the JSON "
+        "(e.g. 'idle', 'two busy loops', 'kernel build')",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        metavar="DIR",
+        help="where soak.json, soak.txt and each run's files go",
+    )
     return parser
 
 
@@ -99,19 +118,31 @@ def _host_run(out: Path, workers: int, selection: list[str]) -> tuple[int, list[
     return status, [(r.nodeid, r.outcome) for r in results.results()]
 
 
-def _matrix_run(out: Path, kernels: str | None, selection: list[str]
-                ) -> tuple[int, list[tuple[str, str]]]:
-    argv = [sys.executable, "-m", "kernels.cli.matrix", "--output", str(out),
-            *(["--kernels", kernels] if kernels else []), *selection]
+def _matrix_run(
+    out: Path, kernels: str | None, selection: list[str]
+) -> tuple[int, list[tuple[str, str]]]:
+    argv = [
+        sys.executable,
+        "-m",
+        "kernels.cli.matrix",
+        "--output",
+        str(out),
+        *(["--kernels", kernels] if kernels else []),
+        *selection,
+    ]
     with (out / "matrix.log").open("wb") as log:
         status = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
     try:
         tests = json.loads((out / "matrix.json").read_text())["tests"]
     except (OSError, ValueError, KeyError):
-        raise KernelsError(f"the matrix wrote no results (exit {status}): "
-                           f"see {out / 'matrix.log'}") from None
-    return status, [(f"{nodeid} @ {kernel}", cell["outcome"])
-                    for nodeid, cells in tests.items() for kernel, cell in cells.items()]
+        raise KernelsError(
+            f"the matrix wrote no results (exit {status}): see {out / 'matrix.log'}"
+        ) from None
+    return status, [
+        (f"{nodeid} @ {kernel}", cell["outcome"])
+        for nodeid, cells in tests.items()
+        for kernel, cell in cells.items()
+    ]
 
 
 def render(soak: Soak) -> str:
@@ -119,18 +150,26 @@ def render(soak: Soak) -> str:
     varied, failed = set(soak.varied()), set(soak.failed())
     order = sorted(soak.counts, key=lambda k: (k not in varied, k not in failed, k))
     header = ["test", *OUTCOMES, "flag"]
-    rows = [[key, *(str(soak.counts[key][o]) for o in OUTCOMES),
-             "VARIED" if key in varied else ("FAILED" if key in failed else "")]
-            for key in order]
+    rows = [
+        [
+            key,
+            *(str(soak.counts[key][o]) for o in OUTCOMES),
+            "VARIED" if key in varied else ("FAILED" if key in failed else ""),
+        ]
+        for key in order
+    ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
         for r in [header, *rows]
     ]
     loads = ", ".join(f"{r.load_before[0]:.1f}→{r.load_after[0]:.1f}" for r in soak.runs)
-    lines += ["", f"{len(soak.runs)} run(s), {len(soak.counts)} test(s): "
-              f"{len(varied)} varied, {len(failed)} failed at least once; "
-              f"load average (1 min) before→after each run: {loads}"]
+    lines += [
+        "",
+        f"{len(soak.runs)} run(s), {len(soak.counts)} test(s): "
+        f"{len(varied)} varied, {len(failed)} failed at least once; "
+        f"load average (1 min) before→after each run: {loads}",
+    ]
     return "\n".join(lines)
 
 
@@ -165,18 +204,21 @@ def soak(args: argparse.Namespace, selection: list[str]) -> int:
             status, verdicts = _matrix_run(run_dir, args.kernels, selection)
         else:
             status, verdicts = _host_run(run_dir, args.workers, selection)
-        result.runs.append(Run(number, status, round(time.monotonic() - start, 1), before,
-                               _load()))
+        result.runs.append(Run(number, status, round(time.monotonic() - start, 1), before, _load()))
         for key, outcome in verdicts:
             result.add(key, outcome)
         bad = sum(o in UNEXPECTED for _, o in verdicts)
-        print(f"soak: run {number}/{args.runs}: {len(verdicts)} results, {bad} failed, "
-              f"{result.runs[-1].seconds:.0f} s, load {before[0]:.1f}", file=sys.stderr,
-              flush=True)
+        print(
+            f"soak: run {number}/{args.runs}: {len(verdicts)} results, {bad} failed, "
+            f"{result.runs[-1].seconds:.0f} s, load {before[0]:.1f}",
+            file=sys.stderr,
+            flush=True,
+        )
     table = render(result)
     (out_dir / "soak.txt").write_text(table + "\n")
     (out_dir / "soak.json").write_text(
-        json.dumps(to_json(result, args, selection), indent=2) + "\n")
+        json.dumps(to_json(result, args, selection), indent=2) + "\n"
+    )
     print(table)
     print(f"\nsoak: wrote soak.txt, soak.json in {out_dir}")
     return 1 if result.varied() or result.failed() else 0

@@ -61,8 +61,13 @@ def _ci(argv: list[str]) -> int:
         "them. Arguments after the options are the pytest selection (default: tests/cases).",
     )
     parser.add_argument("engine", choices=sorted(ENGINES))
-    parser.add_argument("--shards", type=int, default=0, metavar="N",
-                        help="jobs (default: one per default kernel of the catalog)")
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=0,
+        metavar="N",
+        help="jobs (default: one per default kernel of the catalog)",
+    )
     parser.add_argument("--catalog", type=Path, default=DEFAULT_CATALOG, metavar="FILE")
     parser.add_argument("--output", type=Path, metavar="FILE",
                         help="write here instead of standard output")  # fmt: skip

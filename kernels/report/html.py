@@ -33,11 +33,24 @@ if TYPE_CHECKING:
     from kernels.report.table import Matrix
 
 # The matrix's cell words (kernels.report.table) to colour classes; unknown words stay uncoloured.
-_CLASS = {"pass": "pass", "pass~": "widened", "FAIL": "fail", "XPASS": "xpass",
-          "xfail": "xfail", "skip": "skip", "CRASH": "crash"}
-LEGEND = [("pass", "pass"), ("widened", "pass~ (timing widened)"), ("fail", "FAIL"),
-          ("xfail", "xfail (known)"), ("xpass", "XPASS (known bug fixed?)"),
-          ("skip", "skip"), ("crash", "CRASH")]
+_CLASS = {
+    "pass": "pass",
+    "pass~": "widened",
+    "FAIL": "fail",
+    "XPASS": "xpass",
+    "xfail": "xfail",
+    "skip": "skip",
+    "CRASH": "crash",
+}
+LEGEND = [
+    ("pass", "pass"),
+    ("widened", "pass~ (timing widened)"),
+    ("fail", "FAIL"),
+    ("xfail", "xfail (known)"),
+    ("xpass", "XPASS (known bug fixed?)"),
+    ("skip", "skip"),
+    ("crash", "CRASH"),
+]
 MAX_DIFFED_PCAPS = 2
 _COUNTER = re.compile(r"^\d+-")
 
@@ -96,35 +109,60 @@ def _diffs(passing: "KernelRun", failing: "KernelRun", nodeid: str) -> list[Diff
     for name in [n for n in bad if n in good][:MAX_DIFFED_PCAPS]:
         pairs = align(read_rows(good[name]), read_rows(bad[name]))
         first = first_divergence(pairs)
-        out.append(Diff(passing.name, failing.name, name, list(pairs), first,
-                        describe(pairs, first, passing.name, failing.name)))
+        out.append(
+            Diff(
+                passing.name,
+                failing.name,
+                name,
+                list(pairs),
+                first,
+                describe(pairs, first, passing.name, failing.name),
+            )
+        )
     return out
 
 
-def _detail(matrix: "Matrix", run: "KernelRun", nodeid: str, result: TestResult, ident: str,
-            word: str, out_dir: Path) -> Detail:
+def _detail(
+    matrix: "Matrix",
+    run: "KernelRun",
+    nodeid: str,
+    result: TestResult,
+    ident: str,
+    word: str,
+    out_dir: Path,
+) -> Detail:
     detail = Detail(ident, nodeid, run.name, word, _class(word), result.message)
     if result.outcome == "crash":
         excerpt = result.details or (run.problem.excerpt if run.problem else "")
         detail.console = "\n".join(excerpt.splitlines()[-60:])
-        detail.console_link = Path(os.path.relpath(run.out_dir / "console.log", out_dir)
-                                   ).as_posix()
+        detail.console_link = Path(os.path.relpath(run.out_dir / "console.log", out_dir)).as_posix()
         return detail
     if result.details:
         detail.text = "\n".join(result.details.splitlines()[-80:])
     if result.outcome == "fail":
-        detail.evidence = Markup(evidence_html(evidence_dir(run, nodeid),
-                                               result.details or result.message, out_dir))
-        passing = next((other for other in matrix.runs
-                        if (cell := matrix.cell(nodeid, other.name)) and cell.outcome == "pass"),
-                       None)
+        detail.evidence = Markup(
+            evidence_html(evidence_dir(run, nodeid), result.details or result.message, out_dir)
+        )
+        passing = next(
+            (
+                other
+                for other in matrix.runs
+                if (cell := matrix.cell(nodeid, other.name)) and cell.outcome == "pass"
+            ),
+            None,
+        )
         if passing is not None:
             detail.diffs = _diffs(passing, run, nodeid)
     return detail
 
 
-def render(matrix: "Matrix", out_dir: Path, kernel_header: list[str],
-           kernel_lines: list[list[str]], symbol: Callable[[TestResult | None], str]) -> str:
+def render(
+    matrix: "Matrix",
+    out_dir: Path,
+    kernel_header: list[str],
+    kernel_lines: list[list[str]],
+    symbol: Callable[[TestResult | None], str],
+) -> str:
     rows, details = [], []
     for r, nodeid in enumerate(matrix.rows):
         cells, words = [], []
@@ -135,20 +173,36 @@ def render(matrix: "Matrix", out_dir: Path, kernel_header: list[str],
             ident = f"d-{r}-{c}" if result is not None else ""
             if result is not None:
                 details.append(_detail(matrix, run, nodeid, result, ident, word, out_dir))
-            cells.append({"word": word, "cls": _class(word), "id": ident,
-                          "title": result.message if result else ""})
+            cells.append(
+                {
+                    "word": word,
+                    "cls": _class(word),
+                    "id": ident,
+                    "title": result.message if result else "",
+                }
+            )
         rows.append({"nodeid": nodeid, "cells": cells, "text": " ".join([nodeid, *words])})
-    env = Environment(loader=FileSystemLoader(Path(__file__).parent),
-                      autoescape=select_autoescape(["j2"]))
+    env = Environment(
+        loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2"])
+    )
     return env.get_template("matrix.html.j2").render(
-        generated=time.strftime("Generated %Y-%m-%d %H:%M:%S %Z"), kernels=[
-            run.name for run in matrix.runs], kernel_header=kernel_header,
-        kernel_lines=kernel_lines, legend=LEGEND, rows=rows, details=details)
+        generated=time.strftime("Generated %Y-%m-%d %H:%M:%S %Z"),
+        kernels=[run.name for run in matrix.runs],
+        kernel_header=kernel_header,
+        kernel_lines=kernel_lines,
+        legend=LEGEND,
+        rows=rows,
+        details=details,
+    )
 
 
-def write_html(matrix: "Matrix", out_dir: Path, kernel_header: list[str],
-               kernel_lines: list[list[str]], symbol: Callable[[TestResult | None], str]
-               ) -> Path:
+def write_html(
+    matrix: "Matrix",
+    out_dir: Path,
+    kernel_header: list[str],
+    kernel_lines: list[list[str]],
+    symbol: Callable[[TestResult | None], str],
+) -> Path:
     path = out_dir / "matrix.html"
     path.write_text(render(matrix, out_dir, kernel_header, kernel_lines, symbol))
     return path

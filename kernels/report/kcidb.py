@@ -123,7 +123,12 @@ def _kernel_objects(rec: record.Record, entry: record.Entry) -> dict[str, list[d
         excerpt = run.problem.excerpt or run.problem.reason
         console = TestResult(CONSOLE_ROW, "crash", run.problem.reason, excerpt)
     out: dict[str, list[dict[str, Any]]] = {
-        "checkouts": [checkout], "builds": [build], "tests": [], "issues": [], "incidents": []}
+        "checkouts": [checkout],
+        "builds": [build],
+        "tests": [],
+        "issues": [],
+        "incidents": [],
+    }
     for cell in [*run.results, console]:
         test = _test(build, run.name, run.accel, cell)
         out["tests"].append(test)

@@ -20,8 +20,10 @@ _CELL = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "skip": "skip", "cras
 # (packetdrill/tolerance.py: TimingRecord).
 TIMING_PROPERTY = "packetdrill_timing"
 WIDENED = "pass~"
-LEGEND = (f"{WIDENED}: passed only with late-side timing slack for a slow machine "
-          "(docs/timing-tolerance.md)")
+LEGEND = (
+    f"{WIDENED}: passed only with late-side timing slack for a slow machine "
+    "(docs/timing-tolerance.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -108,8 +110,16 @@ def _kernel_line(run: KernelRun) -> list[str]:
     ]
 
 
-KERNEL_HEADER = ["kernel", "release", "version", "accel", "boot s", "total s",
-                 "pkt tolerance", "status"]
+KERNEL_HEADER = [
+    "kernel",
+    "release",
+    "version",
+    "accel",
+    "boot s",
+    "total s",
+    "pkt tolerance",
+    "status",
+]
 
 
 def _table(header: list[str], rows: list[list[str]], markdown: bool) -> str:

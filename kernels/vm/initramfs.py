@@ -143,4 +143,3 @@ def initramfs_for(kernel: BootableKernel) -> Path:
             tmp.write_bytes(data)
             tmp.replace(path)
     return path
-

@@ -31,7 +31,7 @@ UPTIME = "$(cut -d' ' -f1 /proc/uptime)"
 def shell_stamp(name: str, log: str, seconds: str = UPTIME) -> str:
     """A POSIX shell line appending stamp `name` to `log`: `seconds` (shell text), by default
     the uptime now."""
-    return f"printf '{{\"phase\":\"{name}\",\"t\":%s}}\\n' \"{seconds}\" >> {log}"
+    return f'printf \'{{"phase":"{name}","t":%s}}\\n\' "{seconds}" >> {log}'
 
 
 def _log_path() -> Path | None:

@@ -39,8 +39,9 @@ class Children:
     ) -> Process:
         """Start `argv` (stdout+stderr to `log`), tied to our life and recorded in a pidfile."""
         stdout = log if log is not None else subprocess.DEVNULL
-        return self._group.spawn(argv, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env,
-                                 new_session=True)
+        return self._group.spawn(
+            argv, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env, new_session=True
+        )
 
     def stop(self, proc: Process, grace: float = 3.0) -> None:
         """Stop one child by PID (TERM, then KILL after `grace` seconds) and drop its pidfile."""

@@ -77,8 +77,9 @@ class InitramfsLauncher:
         assert kernel.image is not None
         # no_timer_check: on a loaded host a TCG guest misses the IO-APIC timer check's
         # deadline, and 5.10 panics at boot ("IO-APIC + timer doesn't work").
-        append = ("console=ttyS0 loglevel=5 panic=-1 oops=panic reboot=t mitigations=off "
-                  "no_timer_check")
+        append = (
+            "console=ttyS0 loglevel=5 panic=-1 oops=panic reboot=t mitigations=off no_timer_check"
+        )
         argv = [
             tools.qemu(), "-M", "pc", *accel_args(accel), "-smp", str(self.smp),
             "-m", f"{MEMORY_MB}M", "-nodefaults", "-no-reboot", "-display", "none",

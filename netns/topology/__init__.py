@@ -17,5 +17,20 @@ from .model import (
     Vxlan,
 )
 
-__all__ = ["Bridge", "Dummy", "Existing", "Fdb", "Gre", "Iface", "Ipip", "Neigh", "Network",
-           "Route", "Topology", "Veth", "Vxlan", "build", "shapes"]
+__all__ = [
+    "Bridge",
+    "Dummy",
+    "Existing",
+    "Fdb",
+    "Gre",
+    "Iface",
+    "Ipip",
+    "Neigh",
+    "Network",
+    "Route",
+    "Topology",
+    "Veth",
+    "Vxlan",
+    "build",
+    "shapes",
+]

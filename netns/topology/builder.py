@@ -51,9 +51,16 @@ def _create(net: Network, spec: LinkSpec) -> None:
     elif isinstance(spec, Bridge):
         ns.add_bridge(iface.name, spec.ports)
     elif isinstance(spec, Vxlan):
-        ns.add_vxlan(iface.name, spec.vni, local=spec.local, remote=spec.remote,
-                     group=spec.group, dstport=spec.dstport, learning=spec.learning,
-                     dev=spec.dev)
+        ns.add_vxlan(
+            iface.name,
+            spec.vni,
+            local=spec.local,
+            remote=spec.remote,
+            group=spec.group,
+            dstport=spec.dstport,
+            learning=spec.learning,
+            dev=spec.dev,
+        )
     elif isinstance(spec, Ipip):
         ns.add_ipip(iface.name, local=spec.local, remote=spec.remote)
     elif isinstance(spec, Gre):
@@ -93,8 +100,16 @@ def build(topology: Topology, on_host: Callable[[Namespace], None] | None = None
                 if iface.up:
                     link.up()
         for r in topology.routes:
-            net[r.host].add_route(r.dst, via=r.via, dev=r.dev, src=r.src, onlink=r.onlink,
-                                  table=r.table, type=r.type, metrics=dict(r.metrics))
+            net[r.host].add_route(
+                r.dst,
+                via=r.via,
+                dev=r.dev,
+                src=r.src,
+                onlink=r.onlink,
+                table=r.table,
+                type=r.type,
+                metrics=dict(r.metrics),
+            )
         for n in topology.neighbours:
             net[n.host].add_neigh(n.dev, n.dst, n.lladdr)
         for f in topology.fdb:

@@ -10,8 +10,10 @@ from .model import Bridge, Existing, Fdb, Iface, Ipip, LinkSpec, Neigh, Route, T
 
 FORWARDING: dict[str, str | int] = {"net.ipv4.ip_forward": 1}
 # New namespaces' rp_filter defaults differ between kernels and distros: pin it.
-NO_RP_FILTER: dict[str, str | int] = {"net.ipv4.conf.all.rp_filter": 0,
-                                      "net.ipv4.conf.default.rp_filter": 0}
+NO_RP_FILTER: dict[str, str | int] = {
+    "net.ipv4.conf.all.rp_filter": 0,
+    "net.ipv4.conf.default.rp_filter": 0,
+}
 
 
 def pair(mtu: int | None = None) -> Topology:
@@ -19,8 +21,12 @@ def pair(mtu: int | None = None) -> Topology:
     return Topology(
         name="pair",
         hosts={"a": {}, "b": {}},
-        links=(Veth(Iface("a", "eth0", ("10.0.0.1/24", "fd00::1/64"), mtu=mtu),
-                    Iface("b", "eth0", ("10.0.0.2/24", "fd00::2/64"), mtu=mtu)),),
+        links=(
+            Veth(
+                Iface("a", "eth0", ("10.0.0.1/24", "fd00::1/64"), mtu=mtu),
+                Iface("b", "eth0", ("10.0.0.2/24", "fd00::2/64"), mtu=mtu),
+            ),
+        ),
     )
 
 
@@ -38,9 +44,9 @@ def bridged(n: int = 3) -> Topology:
 
 
 # --- C06: IPIP on a multi-homed host ------------------------------------------------------
-N2_UNDERLAY = "192.168.0.111"     # single-homed node2
-N4_PRIMARY = "192.168.0.113"      # node4's address its routing picks
-N4_REGISTERED = "192.168.3.113"   # node4's address the peer's tunnel knows
+N2_UNDERLAY = "192.168.0.111"  # single-homed node2
+N4_PRIMARY = "192.168.0.113"  # node4's address its routing picks
+N4_REGISTERED = "192.168.3.113"  # node4's address the peer's tunnel knows
 ROUTER0, ROUTER3 = "192.168.0.253", "192.168.3.253"
 N2_OVERLAY, N4_OVERLAY = "10.122.124.129", "10.122.157.129"
 
@@ -65,8 +71,9 @@ def ipip_multihomed() -> Topology:
             Veth(Iface("r", "eth1", (f"{ROUTER3}/24",)), Iface("sw", "r3")),
             Bridge(Iface("sw", "br0"), ports=("n2", "n4a", "r0")),
             Bridge(Iface("sw", "br3"), ports=("n4b", "r3")),
-            Ipip(Iface("n2", "ipip0", (f"{N2_OVERLAY}/32",)),
-                 local=N2_UNDERLAY, remote=N4_REGISTERED),
+            Ipip(
+                Iface("n2", "ipip0", (f"{N2_OVERLAY}/32",)), local=N2_UNDERLAY, remote=N4_REGISTERED
+            ),
             Ipip(Iface("n4", "ipip0", (f"{N4_OVERLAY}/32",)), remote=N2_UNDERLAY),
         ),
         routes=(
@@ -80,9 +87,14 @@ def ipip_multihomed() -> Topology:
 
 def with_tunl0_up(topology: Topology, host: str) -> Topology:
     """The same topology with *host*'s fallback ``tunl0`` brought up (C06 variant / C07)."""
-    return Topology(topology.name + f"+tunl0@{host}", topology.hosts,
-                    topology.links + (Existing(Iface(host, "tunl0")),),
-                    topology.routes, topology.neighbours, topology.fdb)
+    return Topology(
+        topology.name + f"+tunl0@{host}",
+        topology.hosts,
+        topology.links + (Existing(Iface(host, "tunl0")),),
+        topology.routes,
+        topology.neighbours,
+        topology.fdb,
+    )
 
 
 # --- C08: flannel-style VXLAN --------------------------------------------------------------
@@ -98,8 +110,9 @@ def pod_ip(n: int) -> str:
     return f"172.19.{n}.2"
 
 
-def flannel_vxlan(static_fdb: bool = True, pod_mtu: int = FLANNEL_MTU,
-                  port: int = FLANNEL_PORT) -> Topology:
+def flannel_vxlan(
+    static_fdb: bool = True, pod_mtu: int = FLANNEL_MTU, port: int = FLANNEL_PORT
+) -> Topology:
     """C08: hosts h3/h4 on an underlay switch; per host cni0 + flannel.1 + one pod.
 
     flannel.1 is ``vxlan id 1 local <underlay> dev eth0 dstport 8472 nolearning``, MTU 1450,
@@ -120,22 +133,33 @@ def flannel_vxlan(static_fdb: bool = True, pod_mtu: int = FLANNEL_MTU,
         hosts[pod] = {}
         links += [
             Veth(Iface(h, "eth0", (f"{underlay_ip(n)}/24",)), Iface("sw", f"u{n}")),
-            Veth(Iface(pod, "eth0", (f"{pod_ip(n)}/24",), mtu=pod_mtu),
-                 Iface(h, f"veth{n}", mtu=pod_mtu)),
-            Bridge(Iface(h, "cni0", (f"172.19.{n}.1/24",), mtu=pod_mtu),
-                   ports=(f"veth{n}",)),
-            Vxlan(Iface(h, "flannel.1", (f"172.19.{n}.0/32",), mtu=FLANNEL_MTU,
-                        mac=VTEP_MAC[n]),
-                  vni=FLANNEL_VNI, local=underlay_ip(n), dstport=port,
-                  learning=False, dev="eth0"),
+            Veth(
+                Iface(pod, "eth0", (f"{pod_ip(n)}/24",), mtu=pod_mtu),
+                Iface(h, f"veth{n}", mtu=pod_mtu),
+            ),
+            Bridge(Iface(h, "cni0", (f"172.19.{n}.1/24",), mtu=pod_mtu), ports=(f"veth{n}",)),
+            Vxlan(
+                Iface(h, "flannel.1", (f"172.19.{n}.0/32",), mtu=FLANNEL_MTU, mac=VTEP_MAC[n]),
+                vni=FLANNEL_VNI,
+                local=underlay_ip(n),
+                dstport=port,
+                learning=False,
+                dev="eth0",
+            ),
         ]
-        routes += [Route(pod, "default", via=f"172.19.{n}.1"),
-                   Route(h, f"172.19.{peer}.0/24", via=f"172.19.{peer}.0", dev="flannel.1",
-                         onlink=True)]
+        routes += [
+            Route(pod, "default", via=f"172.19.{n}.1"),
+            Route(h, f"172.19.{peer}.0/24", via=f"172.19.{peer}.0", dev="flannel.1", onlink=True),
+        ]
         neighbours.append(Neigh(h, "flannel.1", f"172.19.{peer}.0", VTEP_MAC[peer]))
         if static_fdb:
             fdb.append(Fdb(h, "flannel.1", VTEP_MAC[peer], underlay_ip(peer)))
     links.append(Bridge(Iface("sw", "br0"), ports=("u3", "u4")))
-    return Topology(name="flannel_vxlan" + ("" if static_fdb else "_nofdb"), hosts=hosts,
-                    links=tuple(links), routes=tuple(routes), neighbours=tuple(neighbours),
-                    fdb=tuple(fdb))
+    return Topology(
+        name="flannel_vxlan" + ("" if static_fdb else "_nofdb"),
+        hosts=hosts,
+        links=tuple(links),
+        routes=tuple(routes),
+        neighbours=tuple(neighbours),
+        fdb=tuple(fdb),
+    )

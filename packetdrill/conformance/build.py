@@ -41,8 +41,10 @@ def source_dir(given: Path) -> Path:
     for candidate in (given, given / _SUBDIR):
         if (candidate / "configure").is_file() and (candidate / "packetdrill.c").is_file():
             return candidate
-    raise BuildError(f"{given}: not a packetdrill source tree (no configure and packetdrill.c "
-                     f"here or in {_SUBDIR})")
+    raise BuildError(
+        f"{given}: not a packetdrill source tree (no configure and packetdrill.c "
+        f"here or in {_SUBDIR})"
+    )
 
 
 def missing_tools() -> list[str]:
@@ -88,8 +90,10 @@ def build(given: Path, say: Callable[[str], None] = print) -> Path:
             return binary
         missing = missing_tools()
         if missing:
-            raise BuildError(f"missing build tools: {', '.join(missing)} "
-                             f"(Debian: apt-get install {' '.join(missing)})")
+            raise BuildError(
+                f"missing build tools: {', '.join(missing)} "
+                f"(Debian: apt-get install {' '.join(missing)})"
+            )
         with tempfile.TemporaryDirectory(dir=cache_root(), prefix="build-") as tmp:
             work = Path(tmp) / "src"
             for rel in files:
@@ -116,9 +120,15 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="scripts/conformance build-reference",
         description="Build a packetdrill binary from a source tree into the cache and print "
-                    "its path (for --reference).")
-    parser.add_argument("--source", required=True, type=Path, metavar="DIR",
-                        help="a google/packetdrill checkout (or its gtests/net/packetdrill)")
+        "its path (for --reference).",
+    )
+    parser.add_argument(
+        "--source",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="a google/packetdrill checkout (or its gtests/net/packetdrill)",
+    )
     args = parser.parse_args(argv)
 
     def body() -> int:

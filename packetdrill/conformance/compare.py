@@ -76,24 +76,35 @@ class Summary:
 
 def summarize(jobs: list[Job], runs: Runs, reruns: dict[str, Rerun]) -> Summary:
     with_reference = [job for job in jobs if "reference" in runs[job.key]]
-    passed = {name: sum(runs[job.key][name].passed for job in jobs if name in runs[job.key])
-              for name in ("builtin", "reference")}
-    pairs = [(job, runs[job.key]["builtin"], runs[job.key]["reference"])
-             for job in with_reference]
+    passed = {
+        name: sum(runs[job.key][name].passed for job in jobs if name in runs[job.key])
+        for name in ("builtin", "reference")
+    }
+    pairs = [(job, runs[job.key]["builtin"], runs[job.key]["reference"]) for job in with_reference]
     pairs = [(job, b, r) for job, b, r in pairs if compared(b, r)]
     disagreeing = [(job, b, r) for job, b, r in pairs if not agrees(job, b, r)]
     lasting = [(job, b, r) for job, b, r in disagreeing if reruns[job.key].reproducible]
     groups: dict[tuple[str, str], Group] = {}
     for job, b, r in lasting:
         kind = kind_of(job, b, r)
-        reason = cause(r) if kind == "false pass" else cause(b) if kind == "false fail" else (
-            f"builtin: {cause(b)} | reference: {cause(r)}")
+        reason = (
+            cause(r)
+            if kind == "false pass"
+            else cause(b)
+            if kind == "false fail"
+            else (f"builtin: {cause(b)} | reference: {cause(r)}")
+        )
         groups.setdefault((kind, reason), Group(kind, reason)).jobs.append(job.key)
     ratios = [b.seconds / r.seconds for _, b, r in pairs if b.seconds > 0 and r.seconds > 0]
     return Summary(
-        runs=len(jobs), compared=len(pairs), passed=passed,
-        agreed=len(pairs) - len(disagreeing), disagreed_first=len(disagreeing),
-        reproducible=len(lasting), flakes=len(disagreeing) - len(lasting),
+        runs=len(jobs),
+        compared=len(pairs),
+        passed=passed,
+        agreed=len(pairs) - len(disagreeing),
+        disagreed_first=len(disagreeing),
+        reproducible=len(lasting),
+        flakes=len(disagreeing) - len(lasting),
         false_passes=[job.key for job, b, r in lasting if kind_of(job, b, r) == "false pass"],
         groups=sorted(groups.values(), key=lambda g: (g.kind != "false pass", -len(g.jobs))),
-        median_wall_ratio=round(statistics.median(ratios), 3) if ratios else None)
+        median_wall_ratio=round(statistics.median(ratios), 3) if ratios else None,
+    )

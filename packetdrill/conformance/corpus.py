@@ -29,8 +29,11 @@ from ..variants import (
 CONVENTIONS = ("upstream", "ours")
 # --ip-version choices → variants kept (of those the convention chooses for a script).
 IP_VERSIONS: dict[str, tuple[str, ...]] = {
-    "4": ("ipv4",), "6": ("ipv6",), "mapped": ("ipv4-mapped-ipv6",),
-    "both": ("ipv4", "ipv6"), "all": tuple(VARIANTS),
+    "4": ("ipv4",),
+    "6": ("ipv6",),
+    "mapped": ("ipv4-mapped-ipv6",),
+    "both": ("ipv4", "ipv6"),
+    "all": tuple(VARIANTS),
 }
 
 
@@ -42,8 +45,8 @@ class CorpusError(NetregressError):
 class Job:
     """One script under one variant: what both engines run, and how to read the result."""
 
-    script: Path              # absolute
-    name: str                 # path relative to the corpus folder (the JSON key)
+    script: Path  # absolute
+    name: str  # path relative to the corpus folder (the JSON key)
     variant: str
     options: CliOptions
     sha256: str
@@ -59,8 +62,13 @@ def script_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def find_jobs(corpus: Path, convention: str, ip_version: str, extra_args: str = "",
-              variant_args: dict[str, str] | None = None) -> list[Job]:
+def find_jobs(
+    corpus: Path,
+    convention: str,
+    ip_version: str,
+    extra_args: str = "",
+    variant_args: dict[str, str] | None = None,
+) -> list[Job]:
     """Every run the corpus asks for, sorted by script then variant.
 
     ``extra_args`` is added to every run; ``variant_args`` replaces a variant's arguments
@@ -76,17 +84,23 @@ def find_jobs(corpus: Path, convention: str, ip_version: str, extra_args: str = 
     jobs = []
     for script in scripts:
         text = _text(script)
-        variants = (variants_for(script, text) if convention == "ours"
-                    else upstream_variants(script))
+        variants = variants_for(script, text) if convention == "ours" else upstream_variants(script)
         expect = EXPECT_FAIL.search(text) if convention == "ours" else None
         skip = SKIP_IF_HAS.search(text) if convention == "ours" else None
         digest = script_digest(script)
         for variant in (v for v in variants if v in wanted):
             base = overrides.get(variant) or args_to_options(VARIANTS[variant])
-            jobs.append(Job(script.resolve(), str(script.relative_to(corpus)), variant,
-                            base + COMMON_OPTIONS + extra, digest,
-                            expect.group(1) if expect else None,
-                            tuple(skip.group(1).split()) if skip else ()))
+            jobs.append(
+                Job(
+                    script.resolve(),
+                    str(script.relative_to(corpus)),
+                    variant,
+                    base + COMMON_OPTIONS + extra,
+                    digest,
+                    expect.group(1) if expect else None,
+                    tuple(skip.group(1).split()) if skip else (),
+                )
+            )
     return jobs
 
 
@@ -94,7 +108,7 @@ def _text(script: Path) -> str:
     try:
         return read_script(str(script))
     except PacketdrillError:
-        return ""      # unreadable as text: both engines report it; no markers to find
+        return ""  # unreadable as text: both engines report it; no markers to find
 
 
 def _options(args: str, where: str) -> CliOptions:
@@ -106,6 +120,8 @@ def _options(args: str, where: str) -> CliOptions:
         elif words[i].startswith("--") and len(words[i]) > 2:
             i += 1
         else:
-            raise CorpusError(f"{where}: expected --name[=value] and -D NAME=VALUE words, "
-                              f"got {words[i]!r} in: {args}")
+            raise CorpusError(
+                f"{where}: expected --name[=value] and -D NAME=VALUE words, "
+                f"got {words[i]!r} in: {args}"
+            )
     return args_to_options(words)

@@ -17,7 +17,7 @@ from .outcome import SKIP, Outcome, from_result
 
 class Engine(Protocol):
     name: str
-    live: bool      # False: results are recorded, re-running cannot change them
+    live: bool  # False: results are recorded, re-running cannot change them
 
     def run(self, job: Job) -> Outcome: ...
 
@@ -36,8 +36,9 @@ class LiveEngine:
     def run(self, job: Job) -> Outcome:
         if job.key in self.skipped:
             return Outcome(SKIP, self.skipped[job.key])
-        return from_result(run_isolated(self.backend, str(job.script), job.options,
-                                        timeout=self.timeout))
+        return from_result(
+            run_isolated(self.backend, str(job.script), job.options, timeout=self.timeout)
+        )
 
 
 @dataclass
@@ -58,6 +59,7 @@ def skip_reasons(jobs: list[Job]) -> dict[str, str]:
     Called once, before the worker threads start: a probe creates a namespace through
     pyroute2, which forks, and forking a process whose threads hold locks is unsafe."""
     from netns import features
+
     reasons = {}
     for job in jobs:
         present = [name for name in job.skip_if_has if features.has(name)]

@@ -21,12 +21,32 @@ _IPV4 = Path("/proc/sys/net/ipv4")
 # The TCP knobs upstream's defaults.sh sets (so a script's baseline is visible) and a few more
 # that change timings or option negotiation.
 SYSCTLS = (
-    "tcp_congestion_control", "tcp_allowed_congestion_control", "tcp_ecn", "tcp_ecn_option",
-    "tcp_rmem", "tcp_wmem", "tcp_timestamps", "tcp_sack", "tcp_dsack", "tcp_frto",
-    "tcp_syn_retries", "tcp_synack_retries", "tcp_reordering", "tcp_slow_start_after_idle",
-    "tcp_early_retrans", "tcp_recovery", "tcp_tso_win_divisor", "tcp_pacing_ss_ratio",
-    "tcp_pacing_ca_ratio", "tcp_notsent_lowat", "tcp_fastopen", "tcp_syncookies",
-    "tcp_min_tso_segs", "tcp_autocorking", "tcp_mtu_probing", "tcp_comp_sack_nr",
+    "tcp_congestion_control",
+    "tcp_allowed_congestion_control",
+    "tcp_ecn",
+    "tcp_ecn_option",
+    "tcp_rmem",
+    "tcp_wmem",
+    "tcp_timestamps",
+    "tcp_sack",
+    "tcp_dsack",
+    "tcp_frto",
+    "tcp_syn_retries",
+    "tcp_synack_retries",
+    "tcp_reordering",
+    "tcp_slow_start_after_idle",
+    "tcp_early_retrans",
+    "tcp_recovery",
+    "tcp_tso_win_divisor",
+    "tcp_pacing_ss_ratio",
+    "tcp_pacing_ca_ratio",
+    "tcp_notsent_lowat",
+    "tcp_fastopen",
+    "tcp_syncookies",
+    "tcp_min_tso_segs",
+    "tcp_autocorking",
+    "tcp_mtu_probing",
+    "tcp_comp_sack_nr",
     "tcp_rto_min_us",
 )
 _ECN_PROBE = range(0, 8)
@@ -54,8 +74,11 @@ def in_namespace() -> dict[str, Any]:
     available = (_read(_IPV4 / "tcp_available_congestion_control") or "").split()
     settable = [cc for cc in available if _writable(_IPV4 / "tcp_congestion_control", cc)]
     ecn = [value for value in _ECN_PROBE if _writable(_IPV4 / "tcp_ecn", str(value))]
-    return {"sysctl_defaults": defaults, "congestion_control_settable": settable,
-            "tcp_ecn_accepted": ecn}
+    return {
+        "sysctl_defaults": defaults,
+        "congestion_control_settable": settable,
+        "tcp_ecn_accepted": ecn,
+    }
 
 
 def config_hz(*candidates: Path) -> int | None:
@@ -81,13 +104,19 @@ def probe() -> dict[str, Any]:
         "config_hz": config_hz(),
         "cpus": os.cpu_count(),
         "congestion_control_available": (
-            _read(_IPV4 / "tcp_available_congestion_control") or "").split(),
+            _read(_IPV4 / "tcp_available_congestion_control") or ""
+        ).split(),
         "default_qdisc": _read(Path("/proc/sys/net/core/default_qdisc")),
         "in_vm": os.environ.get("NETREGRESS_KERNEL") or None,
         "emulated": os.environ.get("NETREGRESS_EMULATED") or None,
     }
-    done = subprocess.run(["unshare", "--net", "--", sys.executable, "-m", __name__],
-                          capture_output=True, text=True, check=False, timeout=60)
+    done = subprocess.run(
+        ["unshare", "--net", "--", sys.executable, "-m", __name__],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     try:
         facts["fresh_namespace"] = json.loads(done.stdout)
     except ValueError:
@@ -99,16 +128,19 @@ def describe(facts: dict[str, Any]) -> list[str]:
     """Short lines for the report header."""
     ns = facts.get("fresh_namespace", {})
     defaults = ns.get("sysctl_defaults", {})
-    lines = [f"kernel {facts.get('kernel_release')}, HZ {facts.get('config_hz') or 'unknown'}, "
-             f"{facts.get('cpus')} CPUs" + (f", VM {facts['in_vm']}" if facts.get("in_vm")
-                                            else "")]
+    lines = [
+        f"kernel {facts.get('kernel_release')}, HZ {facts.get('config_hz') or 'unknown'}, "
+        f"{facts.get('cpus')} CPUs" + (f", VM {facts['in_vm']}" if facts.get("in_vm") else "")
+    ]
     if "error" in ns:
         return lines + [f"fresh-namespace probe failed: {ns['error']}"]
-    lines.append(f"fresh namespace: congestion control {defaults.get('tcp_congestion_control')}"
-                 f", settable {' '.join(ns.get('congestion_control_settable', [])) or 'none'}"
-                 f" (kernel has {' '.join(facts.get('congestion_control_available', []))});"
-                 f" tcp_ecn {defaults.get('tcp_ecn')} (accepts "
-                 f"{','.join(str(v) for v in ns.get('tcp_ecn_accepted', []))})")
+    lines.append(
+        f"fresh namespace: congestion control {defaults.get('tcp_congestion_control')}"
+        f", settable {' '.join(ns.get('congestion_control_settable', [])) or 'none'}"
+        f" (kernel has {' '.join(facts.get('congestion_control_available', []))});"
+        f" tcp_ecn {defaults.get('tcp_ecn')} (accepts "
+        f"{','.join(str(v) for v in ns.get('tcp_ecn_accepted', []))})"
+    )
     return lines
 
 

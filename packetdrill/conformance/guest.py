@@ -7,7 +7,6 @@ process hygiene): the guest runs this very command without ``--kernel``, writes 
 progress into the output share, and the host renders the report from that JSON.
 """
 
-
 import sys
 import threading
 import time
@@ -29,7 +28,7 @@ from . import record
 from .environment import config_hz
 from .errors import GuestProblem
 
-GUEST_TIMEOUT = 4 * 3600.0   # a 160-script corpus under TCG emulation takes hours
+GUEST_TIMEOUT = 4 * 3600.0  # a 160-script corpus under TCG emulation takes hours
 _JSON, _PROGRESS = "conformance.json", "conformance-progress.log"
 
 
@@ -47,9 +46,17 @@ def run_in_kernel(name: str, argv: list[str], accel: str) -> tuple[dict[str, Any
     out_dir = run_dir(f"conformance-{spec.name}")
     for stale in (_JSON, _PROGRESS):
         (out_dir / stale).unlink(missing_ok=True)
-    command = [sys.executable, "-m", "packetdrill.conformance", *argv,
-               "--out", f"{GUEST_OUT}/{_JSON}", "--progress-file", f"{GUEST_OUT}/{_PROGRESS}"]
-    if kernel.image is None:      # the catalog's `running` entry: no VM needed
+    command = [
+        sys.executable,
+        "-m",
+        "packetdrill.conformance",
+        *argv,
+        "--out",
+        f"{GUEST_OUT}/{_JSON}",
+        "--progress-file",
+        f"{GUEST_OUT}/{_PROGRESS}",
+    ]
+    if kernel.image is None:  # the catalog's `running` entry: no VM needed
         raise GuestProblem(f"{spec.name} is the running kernel: run without --kernel")
     children = Children()
     reap_leftovers()
@@ -62,8 +69,10 @@ def run_in_kernel(name: str, argv: list[str], accel: str) -> tuple[dict[str, Any
         env = guest_env(kernel, RunOptions(pytest_args=[]), chosen, GUEST_OUT)
         env["PYTHONPATH"] = str(REPO_ROOT)
         guest = GuestCommand(command, Path.cwd(), env, GUEST_MODULES)
-        result = launcher.run(Boot(kernel, guest, out_dir, chosen, GUEST_TIMEOUT),
-                              lambda m: _say(f"{spec.name} ({chosen}): {m}"))
+        result = launcher.run(
+            Boot(kernel, guest, out_dir, chosen, GUEST_TIMEOUT),
+            lambda m: _say(f"{spec.name} ({chosen}): {m}"),
+        )
     except KernelsError as err:
         raise GuestProblem(str(err)) from None
     finally:
@@ -72,19 +81,27 @@ def run_in_kernel(name: str, argv: list[str], accel: str) -> tuple[dict[str, Any
         children.stop_all()
     _say(f"guest output in {out_dir}")
     if result.crash is not None:
-        raise GuestProblem(f"the {spec.name} guest did not finish: {result.crash.reason}\n"
-                           f"{result.crash.excerpt}")
+        raise GuestProblem(
+            f"the {spec.name} guest did not finish: {result.crash.reason}\n{result.crash.excerpt}"
+        )
     try:
         doc = record.load(out_dir / _JSON)
     except record.ReferenceError:
         console = (out_dir / "console.log").read_text(errors="replace").splitlines()[-15:]
-        raise GuestProblem(f"the guest wrote no result (exit status {result.exit_status}):\n"
-                           + "\n".join(console)) from None
-    if doc["environment"].get("config_hz") is None:     # the guest cannot see the kernel's
-        doc["environment"]["config_hz"] = config_hz(kernel.image.parent /   # package files
-                                                    f"config-{kernel.release}")
-    doc["kernel"] = {"name": spec.name, "version": kernel.version, "release": kernel.release,
-                     "accel": chosen}
+        raise GuestProblem(
+            f"the guest wrote no result (exit status {result.exit_status}):\n" + "\n".join(console)
+        ) from None
+    if doc["environment"].get("config_hz") is None:  # the guest cannot see the kernel's
+        doc["environment"]["config_hz"] = config_hz(
+            kernel.image.parent  # package files
+            / f"config-{kernel.release}"
+        )
+    doc["kernel"] = {
+        "name": spec.name,
+        "version": kernel.version,
+        "release": kernel.release,
+        "accel": chosen,
+    }
     return doc, result.exit_status or 0
 
 
@@ -92,7 +109,7 @@ def _follow(path: Path, stop: threading.Event) -> None:
     """Echo the guest's progress lines as they arrive (the share is not cached)."""
     offset = 0
     while True:
-        finished = stop.is_set()      # read once more after the guest ended
+        finished = stop.is_set()  # read once more after the guest ended
         try:
             with path.open() as handle:
                 handle.seek(offset)

@@ -13,7 +13,7 @@ from ..result import RunResult
 PASS, FAIL, TIMEOUT, SKIP, CRASH = "PASS", "FAIL", "TIMEOUT", "SKIP", "CRASH"
 _LOCATED = re.compile(r"^(?:\S*/)?(?P<rest>[^/\s:]+:\d+: .*)$")
 _TIMED_OUT = re.compile(r": timed out after \d+ s$", re.M)
-_KILLED = re.compile(r": killed by signal \d+$")     # the adapter's note after the real error
+_KILLED = re.compile(r": killed by signal \d+$")  # the adapter's note after the real error
 # upstream's assert() (prints, then exits 1) and the builtin engine's last-resort report
 _BROKE = re.compile(r"^assertion .+ failed at \S+ line \d+$|: internal engine error", re.M)
 _KEEP_LINES = 40
@@ -24,7 +24,7 @@ class Outcome:
     verdict: str
     first_error: str = ""
     seconds: float = 0.0
-    message: str = ""          # the diagnostic's first lines, paths as the engine printed them
+    message: str = ""  # the diagnostic's first lines, paths as the engine printed them
 
     @property
     def passed(self) -> bool:
@@ -53,8 +53,13 @@ def from_result(result: RunResult) -> Outcome:
         return Outcome(PASS, seconds=round(result.duration, 3))
     message = result.message or result.stderr or f"exit status {result.exit_status}"
     # Killed by a signal, or an internal assertion: the program broke, it gave no verdict.
-    verdict = (CRASH if result.exit_status < 0 or _BROKE.search(message) else
-               TIMEOUT if _TIMED_OUT.search(message) else FAIL)
+    verdict = (
+        CRASH
+        if result.exit_status < 0 or _BROKE.search(message)
+        else TIMEOUT
+        if _TIMED_OUT.search(message)
+        else FAIL
+    )
     kept = "\n".join(message.splitlines()[:_KEEP_LINES])
     return Outcome(verdict, first_error(message), round(result.duration, 3), kept)
 

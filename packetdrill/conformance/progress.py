@@ -22,10 +22,12 @@ class Progress:
         with self._lock:
             self.done += 1
             width = len(str(self.total))
-            line = (f"{self.label}[{self.done:{width}}/{self.total}] {verdict:<7} "
-                    f"{seconds:6.2f}s {what}")
+            line = (
+                f"{self.label}[{self.done:{width}}/{self.total}] {verdict:<7} "
+                f"{seconds:6.2f}s {what}"
+            )
             if self.tty:
-                self.stream.write("\r\033[K" + line[:_columns() - 1])
+                self.stream.write("\r\033[K" + line[: _columns() - 1])
             else:
                 self.stream.write(line + "\n")
             self.stream.flush()
@@ -45,4 +47,5 @@ class Progress:
 
 def _columns() -> int:
     import shutil
+
     return shutil.get_terminal_size((100, 24)).columns

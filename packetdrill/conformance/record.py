@@ -24,14 +24,22 @@ class ReferenceError(NetregressError):
     """A reference JSON that cannot be used: unreadable, not ours, or stale."""
 
 
-def document(meta: dict[str, Any], environment: dict[str, Any], jobs: list[Job], runs: Runs,
-             reruns: dict[str, Rerun], summary: Summary,
-             per_variant: dict[str, Summary]) -> dict[str, Any]:
+def document(
+    meta: dict[str, Any],
+    environment: dict[str, Any],
+    jobs: list[Job],
+    runs: Runs,
+    reruns: dict[str, Rerun],
+    summary: Summary,
+    per_variant: dict[str, Summary],
+) -> dict[str, Any]:
     entries = []
     for job in jobs:
         outcomes = runs[job.key]
         entry: dict[str, Any] = {
-            "script": job.name, "variant": job.variant, "sha256": job.sha256,
+            "script": job.name,
+            "variant": job.variant,
+            "sha256": job.sha256,
             "args": option_words(job),
             "expect_fail": job.expect_fail,
             "runs": {name: asdict(outcome) for name, outcome in outcomes.items()},
@@ -42,16 +50,22 @@ def document(meta: dict[str, Any], environment: dict[str, Any], jobs: list[Job],
             if not entry["agree"]:
                 entry["kind"] = kind_of(job, b, r)
             if job.expect_fail is not None:
-                entry["marker_matches"] = {"builtin": marker_matches(job, b),
-                                           "reference": marker_matches(job, r)}
+                entry["marker_matches"] = {
+                    "builtin": marker_matches(job, b),
+                    "reference": marker_matches(job, r),
+                }
         if job.key in reruns:
             entry["rerun"] = asdict(reruns[job.key])
             entry["reproducible"] = reruns[job.key].reproducible
         entries.append(entry)
-    return {"format": FORMAT, **meta, "environment": environment,
-            "summary": _summary_json(summary),
-            "per_variant": {v: _summary_json(s) for v, s in per_variant.items()},
-            "entries": entries}
+    return {
+        "format": FORMAT,
+        **meta,
+        "environment": environment,
+        "summary": _summary_json(summary),
+        "per_variant": {v: _summary_json(s) for v, s in per_variant.items()},
+        "entries": entries,
+    }
 
 
 def option_words(job: Job) -> list[str]:
@@ -81,8 +95,9 @@ def load(path: Path) -> dict[str, Any]:
     return doc
 
 
-def reference_outcomes(doc: dict[str, Any], path: Path, jobs: list[Job],
-                       corpus: Path) -> dict[str, Outcome]:
+def reference_outcomes(
+    doc: dict[str, Any], path: Path, jobs: list[Job], corpus: Path
+) -> dict[str, Outcome]:
     """The recorded reference outcome of every job; raises when the file is stale for them."""
     try:
         return _reference_outcomes(doc, path, jobs, corpus)
@@ -90,13 +105,18 @@ def reference_outcomes(doc: dict[str, Any], path: Path, jobs: list[Job],
         raise ReferenceError(f"{path}: malformed conformance JSON ({err!r})") from None
 
 
-def _reference_outcomes(doc: dict[str, Any], path: Path, jobs: list[Job],
-                        corpus: Path) -> dict[str, Outcome]:
+def _reference_outcomes(
+    doc: dict[str, Any], path: Path, jobs: list[Job], corpus: Path
+) -> dict[str, Outcome]:
     if doc.get("reference", {}).get("kind") != "binary":
-        raise ReferenceError(f"{path}: holds no runs of a reference binary "
-                             f"(it was recorded without --reference)")
-    recorded = {f"{e['script']} [{e['variant']}]": e for e in doc["entries"]
-                if "reference" in e.get("runs", {})}
+        raise ReferenceError(
+            f"{path}: holds no runs of a reference binary (it was recorded without --reference)"
+        )
+    recorded = {
+        f"{e['script']} [{e['variant']}]": e
+        for e in doc["entries"]
+        if "reference" in e.get("runs", {})
+    }
     problems = []
     for job in jobs:
         entry = recorded.get(job.key)
@@ -111,8 +131,11 @@ def _reference_outcomes(doc: dict[str, Any], path: Path, jobs: list[Job],
             problems.append(f"{key}: recorded, but the script is gone")
     if problems:
         command = doc.get("record_command") or "scripts/conformance ... --out " + str(path)
-        raise ReferenceError(f"{path} is stale for this corpus:\n  " + "\n  ".join(problems)
-                             + f"\nre-record with: {command}")
+        raise ReferenceError(
+            f"{path} is stale for this corpus:\n  "
+            + "\n  ".join(problems)
+            + f"\nre-record with: {command}"
+        )
     return {job.key: _reference_run(recorded[job.key]) for job in jobs}
 
 

@@ -14,12 +14,13 @@ from .engines import Engine
 from .outcome import Outcome
 from .progress import Progress
 
-Runs = dict[str, dict[str, Outcome]]          # job key → engine name → outcome
+Runs = dict[str, dict[str, Outcome]]  # job key → engine name → outcome
 Agrees = Callable[[Job, Outcome, Outcome], bool]
 
 
-def run_all(jobs: Sequence[Job], engines: Sequence[Engine], workers: int,
-            progress: Progress) -> Runs:
+def run_all(
+    jobs: Sequence[Job], engines: Sequence[Engine], workers: int, progress: Progress
+) -> Runs:
     """Every (job, live engine) pair on ``workers`` threads; recorded engines answer at once."""
     runs: Runs = {job.key: {} for job in jobs}
     for engine in engines:
@@ -49,15 +50,21 @@ class Rerun:
 
     verdicts: dict[str, list[str]]
     agreed_on: int | None = None
-    settled: dict[str, Outcome] | None = None    # the outcomes of the re-run that agreed
+    settled: dict[str, Outcome] | None = None  # the outcomes of the re-run that agreed
 
     @property
     def reproducible(self) -> bool:
         return self.agreed_on is None
 
 
-def rerun_alone(jobs: Sequence[Job], engines: Sequence[Engine], runs: Runs, times: int,
-                agrees: Agrees, progress: Progress) -> dict[str, Rerun]:
+def rerun_alone(
+    jobs: Sequence[Job],
+    engines: Sequence[Engine],
+    runs: Runs,
+    times: int,
+    agrees: Agrees,
+    progress: Progress,
+) -> dict[str, Rerun]:
     """Re-run each disagreeing job up to ``times`` times, one run at a time, until the
     engines agree (a flake) or the re-runs are used up (reproducible)."""
     reruns: dict[str, Rerun] = {}
@@ -71,8 +78,10 @@ def rerun_alone(jobs: Sequence[Job], engines: Sequence[Engine], runs: Runs, time
             for engine in engines:
                 if engine.live:
                     latest[engine.name] = engine.run(job)
-                    progress.note(f"re-run {attempt}/{times} {engine.name:<9} {job.key}: "
-                                  f"{latest[engine.name].verdict}")
+                    progress.note(
+                        f"re-run {attempt}/{times} {engine.name:<9} {job.key}: "
+                        f"{latest[engine.name].verdict}"
+                    )
                 rerun.verdicts[engine.name].append(latest[engine.name].verdict)
             if agrees(job, latest["builtin"], latest["reference"]):
                 rerun.agreed_on, rerun.settled = attempt, latest

@@ -57,14 +57,23 @@ def script(tmp_path: Path, drop_retransmission: bool) -> Path:
     return copy
 
 
-@pytest.mark.parametrize("drop_retransmission", [
-    pytest.param(False, id="kernel"),
-    broken(True, id="retransmission-dropped",
-           why="a firewall rule drops the retransmission, as the buggy kernel never sends it"),
-])
-def test_c01_rto_retransmission_not_blocked(request: pytest.FixtureRequest, tmp_path: Path,
-                                            record_testsuite_property,
-                                            drop_retransmission: bool) -> None:
+@pytest.mark.parametrize(
+    "drop_retransmission",
+    [
+        pytest.param(False, id="kernel"),
+        broken(
+            True,
+            id="retransmission-dropped",
+            why="a firewall rule drops the retransmission, as the buggy kernel never sends it",
+        ),
+    ],
+)
+def test_c01_rto_retransmission_not_blocked(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    record_testsuite_property,
+    drop_retransmission: bool,
+) -> None:
     result = run_for_test(request.config, script(tmp_path, drop_retransmission), "ipv4")
     socks = [s for s in sockets.parse(result.stdout) if "w" in s.skmem and "tb" in s.skmem]
     assert socks, f"the script's ss dump is missing:\n{result.stdout}\n{result.message}"

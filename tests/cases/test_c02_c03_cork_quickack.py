@@ -33,7 +33,6 @@ the response. The oracle asserts no pure ACK from the 3rd request on (the ACK ri
 response); the broken variant adds the route metric.
 """
 
-
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,13 +88,23 @@ def exchange(net: Network, tmp_path: Path, mode: str, autocorking: int) -> list[
     body.write_bytes(BODY)
     for host in ("a", "b"):
         net[host].set_sysctls({"net.ipv4.tcp_autocorking": autocorking})
-    server = net["b"].spawn([*STDLIB_PYTHON, str(APPS / "http_sendfile_server.py"), SERVER,
-                             str(PORT), mode, str(body)], stdout=-1)
+    server = net["b"].spawn(
+        [*STDLIB_PYTHON, str(APPS / "http_sendfile_server.py"), SERVER, str(PORT), mode, str(body)],
+        stdout=-1,
+    )
     assert server.stdout is not None
     assert server.stdout.readline().strip() == b"ready"
     with net["b"].capture("eth0", f"tcp port {PORT}") as cap:
-        net["a"].run([*STDLIB_PYTHON, str(APPS / "http_keepalive_client.py"), SERVER,
-                      str(PORT), str(REQUESTS)], timeout=30)
+        net["a"].run(
+            [
+                *STDLIB_PYTHON,
+                str(APPS / "http_keepalive_client.py"),
+                SERVER,
+                str(PORT),
+                str(REQUESTS),
+            ],
+            timeout=30,
+        )
         server.wait(10)
     responses = per_request(cap.packets)
     assert len(responses) == REQUESTS, f"saw {len(responses)} requests on the wire"
@@ -103,39 +112,61 @@ def exchange(net: Network, tmp_path: Path, mode: str, autocorking: int) -> list[
 
 
 @pytest.mark.parametrize("autocorking", [0, 1], ids=["autocork0", "autocork1"])
-@pytest.mark.parametrize("mode", [
-    "cork",                 # tcp_nopush on
-    "onebuffer",            # sendfile off
-    "onebuffer-cork",
-    broken("nodelay-flushed", id="nodelay-flushed",
-           why="tcp_nopush off, header sent before the body: two segments per response"),
-])
-def test_c02_one_segment_per_response(topology, tmp_path: Path, record_testsuite_property,
-                                      mode: str, autocorking: int) -> None:
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "cork",  # tcp_nopush on
+        "onebuffer",  # sendfile off
+        "onebuffer-cork",
+        broken(
+            "nodelay-flushed",
+            id="nodelay-flushed",
+            why="tcp_nopush off, header sent before the body: two segments per response",
+        ),
+    ],
+)
+def test_c02_one_segment_per_response(
+    topology, tmp_path: Path, record_testsuite_property, mode: str, autocorking: int
+) -> None:
     net = topology(shapes.pair())
     responses = exchange(net, tmp_path, mode, autocorking)
     counts = [r.data_segments for r in responses]
     record_testsuite_property(f"c02_{mode}_autocork{autocorking}_segments", counts)
     assert set(counts[STEADY_FROM:]) == {1}, (
         f"{mode}, tcp_autocorking={autocorking}: data segments per response {counts}, "
-        f"expected 1 from the 3rd request on")
+        f"expected 1 from the 3rd request on"
+    )
 
 
-@pytest.mark.parametrize("quickack", [
-    pytest.param(False, id="no-quickack"),
-    broken(True, id="quickack1", why="quickack 1 on the route: a pure ACK precedes each response"),
-])
-def test_c03_ack_rides_on_the_response(topology, tmp_path: Path, record_testsuite_property,
-                                       quickack: bool) -> None:
+@pytest.mark.parametrize(
+    "quickack",
+    [
+        pytest.param(False, id="no-quickack"),
+        broken(
+            True, id="quickack1", why="quickack 1 on the route: a pure ACK precedes each response"
+        ),
+    ],
+)
+def test_c03_ack_rides_on_the_response(
+    topology, tmp_path: Path, record_testsuite_property, quickack: bool
+) -> None:
     net = topology(shapes.pair())
     if quickack:  # ip route change 10.0.0.0/24 dev eth0 quickack 1 (the report's recipe)
-        net["b"].ipr.route("change", dst="10.0.0.0/24", oif=net["b"].link("eth0").index,
-                           metrics={"RTAX_QUICKACK": 1}, scope=253, proto=2)
+        net["b"].ipr.route(
+            "change",
+            dst="10.0.0.0/24",
+            oif=net["b"].link("eth0").index,
+            metrics={"RTAX_QUICKACK": 1},
+            scope=253,
+            proto=2,
+        )
         assert "quickack 1" in net["b"].run(["ip", "route", "show", "10.0.0.0/24"]).stdout
     responses = exchange(net, tmp_path, "cork", autocorking=1)
-    record_testsuite_property(f"c03_quickack{int(quickack)}_server_events",
-                              [r.events for r in responses])
+    record_testsuite_property(
+        f"c03_quickack{int(quickack)}_server_events", [r.events for r in responses]
+    )
     # Interactive mode: the ACK rides on the (corked) response, no pure ACK at all.
     steady = responses[STEADY_FROM:]
-    assert all("ack" not in r.events and r.data_segments == 1 for r in steady), \
-        [r.events for r in responses]
+    assert all("ack" not in r.events and r.data_segments == 1 for r in steady), [
+        r.events for r in responses
+    ]

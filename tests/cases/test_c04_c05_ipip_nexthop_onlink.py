@@ -64,22 +64,34 @@ def calico_ipip(gateway_112: str, onlink_112: bool) -> Topology:
     return Topology(
         name="calico_ipip",
         hosts={"sw": {}, "h110": {}, "h112": {}},
-        links=(Veth(Iface("h110", "eth0", (f"{H110}/24",)), Iface("sw", "p110")),
-               Veth(Iface("h112", "eth0", (f"{H112}/24",)), Iface("sw", "p112")),
-               Bridge(Iface("sw", "br0"), ports=("p110", "p112")),
-               tunl0("h110", POD110), tunl0("h112", POD112)),
-        routes=(Route("h110", BLOCK112, via=H112, dev="tunl0", onlink=True),
-                Route("h112", BLOCK110, via=gateway_112, dev="tunl0", onlink=onlink_112)),
+        links=(
+            Veth(Iface("h110", "eth0", (f"{H110}/24",)), Iface("sw", "p110")),
+            Veth(Iface("h112", "eth0", (f"{H112}/24",)), Iface("sw", "p112")),
+            Bridge(Iface("sw", "br0"), ports=("p110", "p112")),
+            tunl0("h110", POD110),
+            tunl0("h112", POD112),
+        ),
+        routes=(
+            Route("h110", BLOCK112, via=H112, dev="tunl0", onlink=True),
+            Route("h112", BLOCK110, via=gateway_112, dev="tunl0", onlink=onlink_112),
+        ),
     )
 
 
 @pytest.mark.needs("ipip")
-@pytest.mark.parametrize(("gateway", "onlink"), [
-    pytest.param(H110, True, id="underlay_onlink"),
-    # The report's broken route: accepted without onlink because the gateway is local.
-    broken(POD112, False, id="overlay_gateway",
-           why="an overlay gateway makes the reply's outer destination the host itself"),
-])
+@pytest.mark.parametrize(
+    ("gateway", "onlink"),
+    [
+        pytest.param(H110, True, id="underlay_onlink"),
+        # The report's broken route: accepted without onlink because the gateway is local.
+        broken(
+            POD112,
+            False,
+            id="overlay_gateway",
+            why="an overlay gateway makes the reply's outer destination the host itself",
+        ),
+    ],
+)
 def test_c04_ipip_reply_needs_underlay_nexthop(topology, gateway: str, onlink: bool) -> None:
     net = topology(calico_ipip(gateway, onlink_112=onlink))
     with net["h112"].capture("eth0", "ip proto 4") as cap:
@@ -112,15 +124,27 @@ def _slash32_device(ns: Namespace, kind: str) -> str:
     return dev
 
 
-@pytest.mark.parametrize("gateway_prefix_on_dev", [
-    pytest.param(False, id="slash32"),
-    broken(True, id="gateway-connected", why="with the gateway's /24 also on the device the "
-           "gateway is connected there, and the route needs no onlink"),
-])
-@pytest.mark.parametrize("kind", [pytest.param("tunl0", marks=pytest.mark.needs("ipip")),
-                                  pytest.param("flannel.1", marks=pytest.mark.needs("vxlan"))])
+@pytest.mark.parametrize(
+    "gateway_prefix_on_dev",
+    [
+        pytest.param(False, id="slash32"),
+        broken(
+            True,
+            id="gateway-connected",
+            why="with the gateway's /24 also on the device the "
+            "gateway is connected there, and the route needs no onlink",
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param("tunl0", marks=pytest.mark.needs("ipip")),
+        pytest.param("flannel.1", marks=pytest.mark.needs("vxlan")),
+    ],
+)
 def test_c05_gateway_outside_connected_prefixes_needs_onlink(
-        ns: Namespace, record_testsuite_property, kind: str, gateway_prefix_on_dev: bool
+    ns: Namespace, record_testsuite_property, kind: str, gateway_prefix_on_dev: bool
 ) -> None:
     dev = _slash32_device(ns, kind)
     if gateway_prefix_on_dev:

@@ -74,12 +74,13 @@ def fix_variants(oracle_wants_fix: bool, why: str) -> list:
     """The report's fix applied or not: one is the oracle's configuration, the other its
     broken variant."""
     ids = {True: "report-fix", False: "as-reported"}
-    return [pytest.param(oracle_wants_fix, id=ids[oracle_wants_fix]),
-            broken(not oracle_wants_fix, id=ids[not oracle_wants_fix], why=why)]
+    return [
+        pytest.param(oracle_wants_fix, id=ids[oracle_wants_fix]),
+        broken(not oracle_wants_fix, id=ids[not oracle_wants_fix], why=why),
+    ]
 
 
-@pytest.mark.parametrize("fixed", fix_variants(False, "after the fix the registered source "
-                                                      "leaves"))
+@pytest.mark.parametrize("fixed", fix_variants(False, "after the fix the registered source leaves"))
 def test_c06_wrong_outer_source_is_dropped(net: Network, fixed: bool) -> None:
     """The field failure: outer src 192.168.0.113 reaches node2 and dies there."""
     if fixed:
@@ -95,8 +96,9 @@ def test_c06_wrong_outer_source_is_dropped(net: Network, fixed: bool) -> None:
     assert n2["IcmpOutDestUnreachs"] >= 1, n2.nonzero()
 
 
-@pytest.mark.parametrize("fixed", fix_variants(True, "without the fix the outer source is "
-                                                     "192.168.0.113"))
+@pytest.mark.parametrize(
+    "fixed", fix_variants(True, "without the fix the outer source is 192.168.0.113")
+)
 def test_c06_report_fix_restores_the_overlay(net: Network, fixed: bool) -> None:
     """After the fix the outer source is the registered 192.168.3.113 and pings work."""
     if fixed:
@@ -117,27 +119,44 @@ def test_c06_report_fix_restores_the_overlay(net: Network, fixed: bool) -> None:
 def _fallback_tunl0_or_skip(net: Network) -> None:
     if "tunl0" not in net["n2"].links():
         mode = Path("/proc/sys/net/core/fb_tunnels_only_for_init_net").read_text().strip()
-        pytest.skip(f"no fallback tunl0 in new namespaces "
-                    f"(net.core.fb_tunnels_only_for_init_net={mode})")
+        pytest.skip(
+            f"no fallback tunl0 in new namespaces (net.core.fb_tunnels_only_for_init_net={mode})"
+        )
     net["n2"].link("tunl0").up()
 
 
-@pytest.mark.parametrize("rp_filter", [
-    pytest.param(0, id="rp_filter0"),
-    pytest.param(2, id="rp_filter2-loose"),
-    broken(1, id="rp_filter1-strict", why="strict rp_filter drops the asymmetric reply"),
-])
-def test_c06_tunl0_catches_mismatch_and_rp_filter_judges_reply(net: Network, rp_filter: int
-                                                                ) -> None:
+@pytest.mark.parametrize(
+    "rp_filter",
+    [
+        pytest.param(0, id="rp_filter0"),
+        pytest.param(2, id="rp_filter2-loose"),
+        broken(1, id="rp_filter1-strict", why="strict rp_filter drops the asymmetric reply"),
+    ],
+)
+def test_c06_tunl0_catches_mismatch_and_rp_filter_judges_reply(
+    net: Network, rp_filter: int
+) -> None:
     """tunl0 UP on node2 takes the mismatched packets; node2 replies toward the registered
     3.113, so node4 receives 0.111's packets on eth1 while its route to 0.111 is eth0:
     strict rp_filter drops that reply, loose or off accepts it."""
     _fallback_tunl0_or_skip(net)
-    net["n4"].set_sysctls({"net.ipv4.conf.all.rp_filter": rp_filter,
-                           "net.ipv4.conf.eth1.rp_filter": rp_filter})
+    net["n4"].set_sysctls(
+        {"net.ipv4.conf.all.rp_filter": rp_filter, "net.ipv4.conf.eth1.rp_filter": rp_filter}
+    )
     # Node2 reaches node4's overlay through its registered address (calico's route).
-    net["n2"].run(["ip", "route", "replace", f"{N4_OVERLAY}/32", "via", shapes.N4_REGISTERED,
-                   "dev", "tunl0", "onlink"])
+    net["n2"].run(
+        [
+            "ip",
+            "route",
+            "replace",
+            f"{N4_OVERLAY}/32",
+            "via",
+            shapes.N4_REGISTERED,
+            "dev",
+            "tunl0",
+            "onlink",
+        ]
+    )
     tunl0_before = net["n2"].link("tunl0").stats()["rx_packets"]
     with net["n4"].nstat() as n4:
         replied = overlay_ping(net)
@@ -157,11 +176,17 @@ INJECT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("tunl0_up", [
-    pytest.param(True, id="tunl0-up"),
-    broken(False, id="tunl0-down", why="unmatched IPIP reaches the stack only through an UP "
-           "tunl0; down, it is dropped"),
-])
+@pytest.mark.parametrize(
+    "tunl0_up",
+    [
+        pytest.param(True, id="tunl0-up"),
+        broken(
+            False,
+            id="tunl0-down",
+            why="unmatched IPIP reaches the stack only through an UP tunl0; down, it is dropped",
+        ),
+    ],
+)
 def test_c06_scapy_probe_right_and_wrong_outer_source(net: Network, tunl0_up: bool) -> None:
     """Hand-built IPIP from node4 with outer src 3.113 (registered) and 0.113 (not):
     node2's p2p tunnel delivers only the first; the second reaches the stack through
@@ -172,9 +197,21 @@ def test_c06_scapy_probe_right_and_wrong_outer_source(net: Network, tunl0_up: bo
     tunl0 = net["n2"].link("tunl0")
     tunl0_before = tunl0.stats()["rx_packets"]
     with net["n2"].capture("ipip0", "icmp") as cap:
-        net["n4"].run([sys.executable, "-c", INJECT, shapes.N4_REGISTERED, shapes.N4_PRIMARY,
-                       shapes.N2_UNDERLAY, N4_OVERLAY, N2_OVERLAY], timeout=120)
+        net["n4"].run(
+            [
+                sys.executable,
+                "-c",
+                INJECT,
+                shapes.N4_REGISTERED,
+                shapes.N4_PRIMARY,
+                shapes.N2_UNDERLAY,
+                N4_OVERLAY,
+                N2_OVERLAY,
+            ],
+            timeout=120,
+        )
         cap.wait_for(lambda p: ICMP in p and p[ICMP].type == 8, count=1)
     assert {p[ICMP].id for p in cap.packets if ICMP in p and p[ICMP].type == 8} == {0x1111}
-    assert poll_until(lambda: tunl0.stats()["rx_packets"] - tunl0_before == 1, timeout=5), \
+    assert poll_until(lambda: tunl0.stats()["rx_packets"] - tunl0_before == 1, timeout=5), (
         f"tunl0 rx_packets +{tunl0.stats()['rx_packets'] - tunl0_before}, expected +1"
+    )

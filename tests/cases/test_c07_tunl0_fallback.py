@@ -61,15 +61,24 @@ def _knobs(value: int | str) -> dict[str, int | str]:
     return {FB: value}
 
 
-@pytest.mark.parametrize("created, checked", [
-    pytest.param("current", "current", id="current"),
-    pytest.param(0, 0, id="0"),
-    pytest.param(1, 1, id="1"),
-    broken(1, 0, id="created-under-1", why="a namespace made while the sysctl was 1 has no "
-           "tunl0, although the sysctl reads 0 when it is checked"),
-])
-def test_c07_tunl0_in_new_namespaces_follows_fb_sysctl(created: int | str,
-                                                       checked: int | str) -> None:
+@pytest.mark.parametrize(
+    "created, checked",
+    [
+        pytest.param("current", "current", id="current"),
+        pytest.param(0, 0, id="0"),
+        pytest.param(1, 1, id="1"),
+        broken(
+            1,
+            0,
+            id="created-under-1",
+            why="a namespace made while the sysctl was 1 has no "
+            "tunl0, although the sysctl reads 0 when it is checked",
+        ),
+    ],
+)
+def test_c07_tunl0_in_new_namespaces_follows_fb_sysctl(
+    created: int | str, checked: int | str
+) -> None:
     """The kernel reads the sysctl once, when it sets up a new namespace's ipip state."""
     with GlobalSysctls(_knobs(created)):
         ns = Namespace("c07")
@@ -88,8 +97,10 @@ def with_fallback() -> Iterator[Namespace]:
     elif in_netregress_vm():
         knobs = {FB: 0}
     else:
-        pytest.skip(f"{FB}={current_fb_value()} on this host: new namespaces get no tunl0, "
-                    f"and {GUEST_ONLY.format(knob=FB)}")
+        pytest.skip(
+            f"{FB}={current_fb_value()} on this host: new namespaces get no tunl0, "
+            f"and {GUEST_ONLY.format(knob=FB)}"
+        )
     with GlobalSysctls(knobs):
         ns = Namespace("c07")
     with ns:
@@ -110,18 +121,25 @@ def _user_tunl0(ns: Namespace) -> None:
     """Move the fallback out of the way and give its name to an ordinary IPIP tunnel (its
     endpoints differ from the fallback's any/any, which the kernel would refuse as a twin)."""
     ns.link("tunl0").down().rename("tunl0_kernel")
-    ns.run(["ip", "link", "add", "tunl0", "type", "ipip", "local", "192.0.2.8",
-            "remote", "192.0.2.7"])
+    ns.run(
+        ["ip", "link", "add", "tunl0", "type", "ipip", "local", "192.0.2.8", "remote", "192.0.2.7"]
+    )
 
 
-@pytest.mark.parametrize("make_user_tunl0", [
-    pytest.param(False, id="fallback"),
-    broken(True, id="user-tunnel", why="a tunl0 that is an ordinary IPIP tunnel is deleted "
-           "like any link"),
-])
-def test_c07_tunl0_cannot_be_deleted_but_can_be_renamed(with_fallback: Namespace,
-                                                        record_testsuite_property,
-                                                        make_user_tunl0: bool) -> None:
+@pytest.mark.parametrize(
+    "make_user_tunl0",
+    [
+        pytest.param(False, id="fallback"),
+        broken(
+            True,
+            id="user-tunnel",
+            why="a tunl0 that is an ordinary IPIP tunnel is deleted like any link",
+        ),
+    ],
+)
+def test_c07_tunl0_cannot_be_deleted_but_can_be_renamed(
+    with_fallback: Namespace, record_testsuite_property, make_user_tunl0: bool
+) -> None:
     ns = with_fallback
     if make_user_tunl0:
         _user_tunl0(ns)
@@ -145,10 +163,13 @@ for _ in range(int(sys.argv[3])):
 """
 
 
-@pytest.mark.parametrize("up", [
-    pytest.param(True, id="up"),
-    broken(False, id="down", why="a down tunl0 catches nothing: ICMP unreachable instead"),
-])
+@pytest.mark.parametrize(
+    "up",
+    [
+        pytest.param(True, id="up"),
+        broken(False, id="down", why="a down tunl0 catches nothing: ICMP unreachable instead"),
+    ],
+)
 def test_c07_tunl0_catches_unmatched_ipip_only_while_up(veth_pair: Network, up: bool) -> None:
     a, b = veth_pair["a"], veth_pair["b"]
     if "tunl0" not in b.links():

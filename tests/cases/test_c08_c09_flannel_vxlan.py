@@ -57,8 +57,9 @@ def flannel(topology) -> Network:
 
 def _learning(topo: Topology) -> Topology:
     """The same topology with flannel.1 created without ``nolearning`` (a broken variant)."""
-    links = tuple(replace(link, learning=True) if isinstance(link, Vxlan) else link
-                  for link in topo.links)
+    links = tuple(
+        replace(link, learning=True) if isinstance(link, Vxlan) else link for link in topo.links
+    )
     return replace(topo, name=topo.name + "_learning", links=links)
 
 
@@ -66,14 +67,19 @@ def _echo(pkts: list, icmp_type: int) -> list:
     return [p for p in pkts if ICMP in p and p[ICMP].type == icmp_type]
 
 
-@pytest.mark.parametrize("static_fdb", [
-    pytest.param(True, id="static-fdb"),
-    broken(False, id="no-fdb", why="C09: without the FDB entry the overlay is a blackhole"),
-])
+@pytest.mark.parametrize(
+    "static_fdb",
+    [
+        pytest.param(True, id="static-fdb"),
+        broken(False, id="no-fdb", why="C09: without the FDB entry the overlay is a blackhole"),
+    ],
+)
 def test_c08_inner_ttl_drops_by_two_across_the_overlay(topology, static_fdb: bool) -> None:
     flannel = topology(shapes.flannel_vxlan(static_fdb=static_fdb))
-    with flannel["pod3"].capture("eth0", "icmp") as sent, \
-            flannel["pod4"].capture("eth0", "icmp") as received:
+    with (
+        flannel["pod3"].capture("eth0", "icmp") as sent,
+        flannel["pod4"].capture("eth0", "icmp") as received,
+    ):
         assert ping(flannel["pod3"], POD4, count=2)
     ttl_sent = [p[IP].ttl for p in _echo(sent.packets, 8)]
     ttl_received = [p[IP].ttl for p in _echo(received.packets, 8)]
@@ -82,10 +88,13 @@ def test_c08_inner_ttl_drops_by_two_across_the_overlay(topology, static_fdb: boo
     assert [s - r for s, r in zip(ttl_sent, ttl_received, strict=True)] == [2, 2]
 
 
-@pytest.mark.parametrize("port", [
-    pytest.param(shapes.FLANNEL_PORT, id="8472"),
-    broken(4789, id="iana-port", why="VTEPs on the IANA port 4789 put nothing on 8472"),
-])
+@pytest.mark.parametrize(
+    "port",
+    [
+        pytest.param(shapes.FLANNEL_PORT, id="8472"),
+        broken(4789, id="iana-port", why="VTEPs on the IANA port 4789 put nothing on 8472"),
+    ],
+)
 def test_c08_outer_header_is_udp_8472_vni_1_between_vteps(topology, port: int) -> None:
     flannel = topology(shapes.flannel_vxlan(port=port))
     with flannel["sw"].capture("u3", f"udp port {shapes.FLANNEL_PORT}") as wire:
@@ -102,25 +111,36 @@ def test_c08_outer_header_is_udp_8472_vni_1_between_vteps(topology, port: int) -
         assert inner[IP].src == POD3 and inner[IP].dst == POD4
 
 
-@pytest.mark.parametrize("pod_mtu", [
-    pytest.param(shapes.FLANNEL_MTU, id="pod-mtu-1450"),
-    broken(1500, id="pod-mtu-1500", why="pods left at MTU 1500 announce MSS 1460"),
-])
+@pytest.mark.parametrize(
+    "pod_mtu",
+    [
+        pytest.param(shapes.FLANNEL_MTU, id="pod-mtu-1450"),
+        broken(1500, id="pod-mtu-1500", why="pods left at MTU 1500 announce MSS 1460"),
+    ],
+)
 def test_c08_syn_mss_is_1410_and_tcp_works(topology, pod_mtu: int) -> None:
     flannel = topology(shapes.flannel_vxlan(pod_mtu=pod_mtu))
-    with TcpEchoServer(flannel["pod4"], POD4, 8080), \
-            flannel["pod4"].capture("eth0", "tcp[tcpflags] & tcp-syn != 0") as cap:
+    with (
+        TcpEchoServer(flannel["pod4"], POD4, 8080),
+        flannel["pod4"].capture("eth0", "tcp[tcpflags] & tcp-syn != 0") as cap,
+    ):
         assert tcp_echo(flannel["pod3"], POD4, 8080).ok
     syns = [p for p in cap.packets if TCP in p]
     mss = {(p[IP].src, dict(p[TCP].options).get("MSS")) for p in syns}
     assert mss == {(POD3, shapes.FLANNEL_MTU - 40), (POD4, shapes.FLANNEL_MTU - 40)}
 
 
-@pytest.mark.parametrize("learning", [
-    pytest.param(False, id="nolearning"),
-    broken(True, id="learning", why="a learning flannel.1 adds the unknown inner source MAC "
-           "to its FDB"),
-])
+@pytest.mark.parametrize(
+    "learning",
+    [
+        pytest.param(False, id="nolearning"),
+        broken(
+            True,
+            id="learning",
+            why="a learning flannel.1 adds the unknown inner source MAC to its FDB",
+        ),
+    ],
+)
 def test_c08_nolearning_leaves_only_the_static_fdb_entry(topology, learning: bool) -> None:
     """The pods' traffic alone cannot show learning: every inner source MAC in it is a VTEP
     MAC that already has its static entry. So h3's underlay also sends h4 one VXLAN frame
@@ -129,12 +149,16 @@ def test_c08_nolearning_leaves_only_the_static_fdb_entry(topology, learning: boo
     flannel = topology(_learning(base) if learning else base)
     assert ping(flannel["pod3"], POD4, count=2)
     h3, h4 = flannel["h3"], flannel["h4"]
-    stranger = (Ether(src=h3.link("eth0").mac, dst=h4.link("eth0").mac)
-                / IP(src=shapes.underlay_ip(3), dst=shapes.underlay_ip(4))
-                / UDP(sport=40000, dport=shapes.FLANNEL_PORT)
-                / VXLAN(flags="Instance", vni=shapes.FLANNEL_VNI)  # plain VXLAN, not GPE
-                / Ether(src=_STRANGER_MAC, dst=shapes.VTEP_MAC[4])
-                / IP(src="172.19.3.99", dst=POD4) / ICMP(id=8, seq=1))
+    stranger = (
+        Ether(src=h3.link("eth0").mac, dst=h4.link("eth0").mac)
+        / IP(src=shapes.underlay_ip(3), dst=shapes.underlay_ip(4))
+        / UDP(sport=40000, dport=shapes.FLANNEL_PORT)
+        / VXLAN(flags="Instance", vni=shapes.FLANNEL_VNI)  # plain VXLAN, not GPE
+        / Ether(src=_STRANGER_MAC, dst=shapes.VTEP_MAC[4])
+        / IP(src="172.19.3.99", dst=POD4)
+        / ICMP(id=8, seq=1)
+    )
+
     def received() -> int:
         return counters.snapshot(h4)["UdpInDatagrams"]
 
@@ -142,24 +166,34 @@ def test_c08_nolearning_leaves_only_the_static_fdb_entry(topology, learning: boo
     inject_frames(h3, "eth0", [bytes(stranger)])
     # UDP counts the datagram once the VXLAN socket's receive handler returned, i.e. after the
     # device learned from it (or not), whether or not it then delivered the inner frame.
-    assert poll_until(lambda: received() > before, timeout=10), \
+    assert poll_until(lambda: received() > before, timeout=10), (
         "the frame from the unknown VTEP never reached h4's VXLAN socket"
+    )
     for n, peer in ((3, 4), (4, 3)):
         entries = flannel[f"h{n}"].fdb("flannel.1")
-        assert [(e["lladdr"], e["dst"]) for e in entries] == \
-            [(shapes.VTEP_MAC[peer], shapes.underlay_ip(peer))]
+        assert [(e["lladdr"], e["dst"]) for e in entries] == [
+            (shapes.VTEP_MAC[peer], shapes.underlay_ip(peer))
+        ]
         assert entries[0]["state"] & _NUD_PERMANENT
         shown = flannel[f"h{n}"].run(["bridge", "fdb", "show", "dev", "flannel.1"]).stdout
         assert f"dst {shapes.underlay_ip(peer)}" in shown
 
 
-@pytest.mark.parametrize("broadcast_route", [
-    pytest.param(False, id="kernel-routes"),
-    broken(True, id="dot0-broadcast-route", why="a broadcast route for x.x.x.0 (what kernels "
-           "before 5.14 install) makes the peer ignore the ping"),
-])
-def test_c08_peer_flannel_dot0_address_is_unicast(flannel: Network, record_testsuite_property,
-                                                  broadcast_route: bool) -> None:
+@pytest.mark.parametrize(
+    "broadcast_route",
+    [
+        pytest.param(False, id="kernel-routes"),
+        broken(
+            True,
+            id="dot0-broadcast-route",
+            why="a broadcast route for x.x.x.0 (what kernels "
+            "before 5.14 install) makes the peer ignore the ping",
+        ),
+    ],
+)
+def test_c08_peer_flannel_dot0_address_is_unicast(
+    flannel: Network, record_testsuite_property, broadcast_route: bool
+) -> None:
     """flannel gives flannel.1 the subnet's x.x.x.0 (/32) while cni0 holds x.x.x.1/24 on
     the same node. Kernels before 5.14 (94c821c74bf5) install a broadcast route for the
     lowest address of a connected subnet, ahead of flannel.1's local route, so the peer
@@ -170,8 +204,25 @@ def test_c08_peer_flannel_dot0_address_is_unicast(flannel: Network, record_tests
     h4 = flannel["h4"]
     broadcasts = h4.run(["ip", "-4", "route", "show", "table", "local", "type", "broadcast"])
     if broadcast_route and f"{target} dev cni0" not in broadcasts.stdout:  # before 5.14: there
-        h4.run(["ip", "route", "prepend", "broadcast", target, "dev", "cni0", "table", "local",
-                "proto", "kernel", "scope", "link", "src", "172.19.4.1"])
+        h4.run(
+            [
+                "ip",
+                "route",
+                "prepend",
+                "broadcast",
+                target,
+                "dev",
+                "cni0",
+                "table",
+                "local",
+                "proto",
+                "kernel",
+                "scope",
+                "link",
+                "src",
+                "172.19.4.1",
+            ]
+        )
     with h4.nstat() as delta:
         answered = ping(flannel["h3"], target, count=1, wait=2)
     record_testsuite_property("c08_dot0_answered", answered)
@@ -179,10 +230,13 @@ def test_c08_peer_flannel_dot0_address_is_unicast(flannel: Network, record_tests
     assert answered, f"x.x.x.0 not answered: {delta.nonzero()}"
 
 
-@pytest.mark.parametrize("static_fdb", [
-    pytest.param(False, id="no-fdb"),
-    broken(True, id="static-fdb", why="with flanneld's FDB entry nothing is blackholed"),
-])
+@pytest.mark.parametrize(
+    "static_fdb",
+    [
+        pytest.param(False, id="no-fdb"),
+        broken(True, id="static-fdb", why="with flanneld's FDB entry nothing is blackholed"),
+    ],
+)
 def test_c09_without_fdb_entry_traffic_is_blackholed(topology, static_fdb: bool) -> None:
     """The ping fails, nothing leaves on 8472, flannel.1 counts tx_dropped; adding the FDB
     entries by hand (what flanneld does) repairs it."""

@@ -46,10 +46,13 @@ def _forward_policy_packets(ns: Namespace) -> int:
 
 
 @pytest.mark.needs("iptables")
-@pytest.mark.parametrize("policy", [
-    "ACCEPT",
-    broken("DROP", id="DROP", why="Docker's FORWARD policy DROP stops routed pod traffic"),
-])
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "ACCEPT",
+        broken("DROP", id="DROP", why="Docker's FORWARD policy DROP stops routed pod traffic"),
+    ],
+)
 def test_c10_forward_policy_between_flannel_and_cni0(topology, policy: str) -> None:
     net = topology(shapes.flannel_vxlan())
     h4 = net["h4"]
@@ -73,17 +76,23 @@ def _bridge_netfilter(ns: Namespace) -> None:
     """Skip unless bridge-nf sysctls exist in *ns* (br_netfilter built in or loaded)."""
     _load_in_guest("br_netfilter")
     if not ns.run(["test", "-d", "/proc/sys/net/bridge"], check=False).ok:
-        pytest.skip("br_netfilter is not loaded (no /proc/sys/net/bridge in the namespace); "
-                    "netregress loads kernel modules only inside matrix VM guests")
+        pytest.skip(
+            "br_netfilter is not loaded (no /proc/sys/net/bridge in the namespace); "
+            "netregress loads kernel modules only inside matrix VM guests"
+        )
 
 
 @pytest.mark.needs("iptables")
-@pytest.mark.parametrize("call_iptables", [
-    0,
-    broken(1, id="call-iptables", why="bridged frames then traverse FORWARD, policy DROP"),
-])
-def test_c10_br_netfilter_sends_bridged_traffic_through_forward(topology,
-                                                                 call_iptables: int) -> None:
+@pytest.mark.parametrize(
+    "call_iptables",
+    [
+        0,
+        broken(1, id="call-iptables", why="bridged frames then traverse FORWARD, policy DROP"),
+    ],
+)
+def test_c10_br_netfilter_sends_bridged_traffic_through_forward(
+    topology, call_iptables: int
+) -> None:
     net = topology(shapes.bridged(2))
     sw = net["sw"]
     _bridge_netfilter(sw)
@@ -108,11 +117,17 @@ table inet c11 {{
 
 
 @pytest.mark.needs("nftables")
-@pytest.mark.parametrize("icmp_type", [
-    "admin-prohibited",
-    broken("host-unreachable", id="host-unreachable",
-           why="a reject with another ICMP code is not firewalld's signature"),
-])
+@pytest.mark.parametrize(
+    "icmp_type",
+    [
+        "admin-prohibited",
+        broken(
+            "host-unreachable",
+            id="host-unreachable",
+            why="a reject with another ICMP code is not firewalld's signature",
+        ),
+    ],
+)
 def test_c11_reject_admin_prohibited_reaches_the_sender(topology, icmp_type: str) -> None:
     net = topology(shapes.flannel_vxlan())
     h3, h4 = net["h3"], net["h4"]
@@ -123,8 +138,7 @@ def test_c11_reject_admin_prohibited_reaches_the_sender(topology, icmp_type: str
     h4.run(["nft", "-f", "-"], input=FIREWALLD_LIKE_REJECT.format(icmp_type=icmp_type))
     with h3.nstat() as delta, h3.capture("flannel.1", "icmp") as cap:
         replied = ping(h3, target, count=1, wait=2)
-    errors = [(p[IP].src, p[ICMP].type, p[ICMP].code) for p in cap.packets
-              if p[ICMP].type == 3]
+    errors = [(p[IP].src, p[ICMP].type, p[ICMP].code) for p in cap.packets if p[ICMP].type == 3]
     assert not replied
     assert errors == [(target, 3, 13)]
     assert delta["IcmpInDestUnreachs"] >= 1

@@ -40,35 +40,60 @@ from netns.traffic import TcpEchoServer, ping, tcp_echo
 from netns.variants import broken
 
 PUBLIC, UNDERLAY, PEER, ROUTER_PUB, ROUTER_UND = (
-    "1.1.1.198", "192.168.0.1", "192.168.0.3", "1.1.1.129", "192.168.0.254")
+    "1.1.1.198",
+    "192.168.0.1",
+    "192.168.0.3",
+    "1.1.1.129",
+    "192.168.0.254",
+)
 OVERLAY_A, OVERLAY_B = "172.19.0.0", "172.19.2.0"
 MAC_A, MAC_B = "02:00:00:0c:00:01", "02:00:00:0c:02:01"
 
 # (host, interface, address, switch port): "pub" is 1.1.1.128/25, "und" 192.168.0.0/24.
-_UPLINKS = (("a", "eth0", f"{PUBLIC}/25", "a0"), ("a", "eth1", f"{UNDERLAY}/24", "a1"),
-            ("b", "eth0", f"{PEER}/24", "b0"), ("r", "eth0", f"{ROUTER_PUB}/25", "r0"),
-            ("r", "eth1", f"{ROUTER_UND}/24", "r1"))
+_UPLINKS = (
+    ("a", "eth0", f"{PUBLIC}/25", "a0"),
+    ("a", "eth1", f"{UNDERLAY}/24", "a1"),
+    ("b", "eth0", f"{PEER}/24", "b0"),
+    ("r", "eth0", f"{ROUTER_PUB}/25", "r0"),
+    ("r", "eth1", f"{ROUTER_UND}/24", "r1"),
+)
 
 
 def multi_ip_vtep(path: str, rp_filter: int) -> Topology:
     """VTEP host ``a`` (public 1.1.1.198/25 + underlay 192.168.0.1/24), peer ``b`` on the
     underlay whose FDB entry for a's VTEP points at the *public* address."""
-    rp = {"net.ipv4.conf.all.rp_filter": rp_filter,
-          "net.ipv4.conf.default.rp_filter": rp_filter}
-    to_public = (Route("b", f"{PUBLIC}/32", dev="eth0") if path == "arp"
-                 else Route("b", "1.1.1.128/25", via=ROUTER_UND))
+    rp = {"net.ipv4.conf.all.rp_filter": rp_filter, "net.ipv4.conf.default.rp_filter": rp_filter}
+    to_public = (
+        Route("b", f"{PUBLIC}/32", dev="eth0")
+        if path == "arp"
+        else Route("b", "1.1.1.128/25", via=ROUTER_UND)
+    )
     return Topology(
         name=f"c12_{path}_rp{rp_filter}",
         hosts={"sw": {}, "r": {"net.ipv4.ip_forward": 1}, "a": rp, "b": {}},
         links=(
-            *(Veth(Iface(host, ifname, (cidr,)), Iface("sw", port))
-              for host, ifname, cidr, port in _UPLINKS),
+            *(
+                Veth(Iface(host, ifname, (cidr,)), Iface("sw", port))
+                for host, ifname, cidr, port in _UPLINKS
+            ),
             Bridge(Iface("sw", "pub"), ports=("a0", "r0")),
             Bridge(Iface("sw", "und"), ports=("a1", "b0", "r1")),
-            Vxlan(Iface("a", "flannel.1", (f"{OVERLAY_A}/32",), mac=MAC_A), vni=1,
-                  local=UNDERLAY, dstport=8472, learning=False, dev="eth1"),
-            Vxlan(Iface("b", "flannel.1", (f"{OVERLAY_B}/32",), mac=MAC_B), vni=1,
-                  local=PEER, dstport=8472, learning=False, dev="eth0"),
+            Vxlan(
+                Iface("a", "flannel.1", (f"{OVERLAY_A}/32",), mac=MAC_A),
+                vni=1,
+                local=UNDERLAY,
+                dstport=8472,
+                learning=False,
+                dev="eth1",
+            ),
+            Vxlan(
+                Iface("b", "flannel.1", (f"{OVERLAY_B}/32",), mac=MAC_B),
+                vni=1,
+                local=PEER,
+                dstport=8472,
+                learning=False,
+                dev="eth0",
+            ),
         ),
         routes=(
             Route("a", "default", via=ROUTER_PUB),
@@ -76,27 +101,43 @@ def multi_ip_vtep(path: str, rp_filter: int) -> Topology:
             Route("b", "172.19.0.0/24", via=OVERLAY_A, dev="flannel.1", onlink=True),
             to_public,
         ),
-        neighbours=(Neigh("a", "flannel.1", OVERLAY_B, MAC_B),
-                    Neigh("b", "flannel.1", OVERLAY_A, MAC_A)),
+        neighbours=(
+            Neigh("a", "flannel.1", OVERLAY_B, MAC_B),
+            Neigh("b", "flannel.1", OVERLAY_A, MAC_A),
+        ),
         fdb=(Fdb("a", "flannel.1", MAC_B, PEER), Fdb("b", "flannel.1", MAC_A, PUBLIC)),
     )
 
 
-@pytest.mark.parametrize(("path", "rp_filter"), [
-    ("arp", 0), ("arp", 1), ("arp", 2), ("routed", 0), ("routed", 2),
-    broken("routed", 1, id="routed-1", why="strict rp_filter drops replies whose outer "
-           "source is best reached through the other interface"),
-])
-def test_c12_multi_ip_vtep(topology, record_testsuite_property, path: str, rp_filter: int
-                           ) -> None:
+@pytest.mark.parametrize(
+    ("path", "rp_filter"),
+    [
+        ("arp", 0),
+        ("arp", 1),
+        ("arp", 2),
+        ("routed", 0),
+        ("routed", 2),
+        broken(
+            "routed",
+            1,
+            id="routed-1",
+            why="strict rp_filter drops replies whose outer "
+            "source is best reached through the other interface",
+        ),
+    ],
+)
+def test_c12_multi_ip_vtep(topology, record_testsuite_property, path: str, rp_filter: int) -> None:
     net = topology(multi_ip_vtep(path, rp_filter))
     a, b = net["a"], net["b"]
     with TcpEchoServer(b, OVERLAY_B, 80), a.nstat() as delta:
         pinged = ping(a, OVERLAY_B, count=1, wait=1)
         handshake = pinged and tcp_echo(a, OVERLAY_B, 80).ok
-    measured = {"ping": pinged, "tcp": handshake,
-                "rp_drops": delta["TcpExtIPReversePathFilter"],
-                "syn_retrans": delta["TcpExtTCPSynRetrans"]}
+    measured = {
+        "ping": pinged,
+        "tcp": handshake,
+        "rp_drops": delta["TcpExtIPReversePathFilter"],
+        "syn_retrans": delta["TcpExtTCPSynRetrans"],
+    }
     line = f"kernel {platform.release()} path={path} rp_filter={rp_filter}: {measured}"
     record_testsuite_property(f"c12[{path}-{rp_filter}]", line)
     print(f"C12 {line}")

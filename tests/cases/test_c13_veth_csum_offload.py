@@ -58,8 +58,7 @@ def forwarded(ns_factory) -> Iterator[tuple[Namespace, Namespace]]:
     b.add_address("eth0", "10.0.0.2/24")
     for host, ifname in ((a, "eth0"), (b, "eth0"), (fwd, "to_a"), (fwd, "to_b")):
         host.link(ifname).up()
-    proc = fwd.spawn([*STDLIB_PYTHON, "-c", FORWARDER, "to_a", "to_b"],
-                     stdout=subprocess.PIPE)
+    proc = fwd.spawn([*STDLIB_PYTHON, "-c", FORWARDER, "to_a", "to_b"], stdout=subprocess.PIPE)
     assert proc.stdout is not None
     if proc.stdout.readline().strip() != b"ready":
         raise NetregressError("the AF_PACKET forwarder did not start")
@@ -67,12 +66,14 @@ def forwarded(ns_factory) -> Iterator[tuple[Namespace, Namespace]]:
     proc.stop()
 
 
-@pytest.mark.parametrize("tx_offload", [
-    pytest.param(False, id="tx-offload-off"),
-    broken(True, id="tx-offload-on", why="the forwarder passes on unfinished checksums"),
-])
-def test_c13_veth_tx_csum_offload_through_userspace_forwarder(forwarded, tx_offload: bool
-                                                              ) -> None:
+@pytest.mark.parametrize(
+    "tx_offload",
+    [
+        pytest.param(False, id="tx-offload-off"),
+        broken(True, id="tx-offload-on", why="the forwarder passes on unfinished checksums"),
+    ],
+)
+def test_c13_veth_tx_csum_offload_through_userspace_forwarder(forwarded, tx_offload: bool) -> None:
     a, b = forwarded
     if not tx_offload:
         for host in (a, b):

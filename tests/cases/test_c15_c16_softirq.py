@@ -41,8 +41,9 @@ COUNT = 3000
 SENDER_CPU, RPS_CPU = 0, 1
 BACKLOG_WEIGHT = 64
 
-needs_two_cpus = pytest.mark.skipif((os.cpu_count() or 1) < 2,
-                                    reason="RPS placement needs at least 2 CPUs")
+needs_two_cpus = pytest.mark.skipif(
+    (os.cpu_count() or 1) < 2, reason="RPS placement needs at least 2 CPUs"
+)
 
 
 def _burst(net: Network) -> Snapshot:
@@ -53,14 +54,17 @@ def _burst(net: Network) -> Snapshot:
 
 
 @needs_two_cpus
-@pytest.mark.needs_root("sets rps_cpus (the kernel asks for CAP_NET_ADMIN in the initial "
-                        "namespace)")
-@pytest.mark.parametrize("mask", [
-    pytest.param(1 << RPS_CPU, id="rps_to_cpu1"),
-    broken(0, id="no_rps", why="RPS off: the sender's CPU processes its own veth's packets"),
-])
-def test_c16_rps_moves_veth_rx_softirq_to_the_chosen_cpu(veth_pair: Network, mask: int
-                                                         ) -> None:
+@pytest.mark.needs_root(
+    "sets rps_cpus (the kernel asks for CAP_NET_ADMIN in the initial namespace)"
+)
+@pytest.mark.parametrize(
+    "mask",
+    [
+        pytest.param(1 << RPS_CPU, id="rps_to_cpu1"),
+        broken(0, id="no_rps", why="RPS off: the sender's CPU processes its own veth's packets"),
+    ],
+)
+def test_c16_rps_moves_veth_rx_softirq_to_the_chosen_cpu(veth_pair: Network, mask: int) -> None:
     queue = "/sys/class/net/eth0/queues/rx-0/rps_cpus"
     # `ip netns exec` remounts /sys, so this is the test namespace's own eth0.
     veth_pair["b"].run(["sh", "-c", f"echo {mask:x} > {queue}"])
@@ -73,15 +77,21 @@ def test_c16_rps_moves_veth_rx_softirq_to_the_chosen_cpu(veth_pair: Network, mas
     assert processed[RPS_CPU] >= COUNT, report
 
 
-@pytest.mark.skipif(not in_netregress_vm(),
-                    reason=GUEST_ONLY.format(knob="net.core.netdev_budget(_usecs)"))
-@pytest.mark.parametrize("budget", [
-    1,
-    broken(None, id="default-budget", why="at the default budget (300) a 64-packet backlog "
-           "round never runs out of budget"),
-])
-def test_c15_tiny_netdev_budget_raises_time_squeeze(veth_pair: Network, budget: int | None
-                                                    ) -> None:
+@pytest.mark.skipif(
+    not in_netregress_vm(), reason=GUEST_ONLY.format(knob="net.core.netdev_budget(_usecs)")
+)
+@pytest.mark.parametrize(
+    "budget",
+    [
+        1,
+        broken(
+            None,
+            id="default-budget",
+            why="at the default budget (300) a 64-packet backlog round never runs out of budget",
+        ),
+    ],
+)
+def test_c15_tiny_netdev_budget_raises_time_squeeze(veth_pair: Network, budget: int | None) -> None:
     # A generous time budget in both variants, so only the packet budget can squeeze.
     knobs: dict[str, int | str] = {"net.core.netdev_budget_usecs": 1_000_000}
     if budget is not None:
@@ -89,6 +99,7 @@ def test_c15_tiny_netdev_budget_raises_time_squeeze(veth_pair: Network, budget: 
     with GlobalSysctls(knobs):
         squeezed = sum(_burst(veth_pair).column(TIME_SQUEEZE))
     threshold = COUNT // BACKLOG_WEIGHT
-    print(f"C15 netdev_budget={budget or 'default'}: time_squeeze +{squeezed} for {COUNT} "
-          "datagrams")
+    print(
+        f"C15 netdev_budget={budget or 'default'}: time_squeeze +{squeezed} for {COUNT} datagrams"
+    )
     assert squeezed >= threshold

@@ -51,21 +51,32 @@ def calico_node() -> Topology:
     """client ─ node (forwarding, pod block) ─ pod, the pod wired like calico's cali*."""
     return Topology(
         name="calico_node",
-        hosts={"client": {}, "pod": {},
-               "node": {"net.ipv4.ip_forward": 1, "net.ipv4.conf.all.proxy_arp": 1}},
-        links=(Veth(Iface("client", "eth0", ("10.0.0.1/24",)),
-                    Iface("node", "eth0", ("10.0.0.254/24",))),
-               Veth(Iface("pod", "eth0", (f"{POD}/32",)), Iface("node", "cali0"))),
-        routes=(Route("client", "default", via="10.0.0.254"),
-                Route("pod", "0.0.0.0/0", dev="eth0"),  # "default" needs a via in add_route
-                Route("node", f"{POD}/32", dev="cali0")),
+        hosts={
+            "client": {},
+            "pod": {},
+            "node": {"net.ipv4.ip_forward": 1, "net.ipv4.conf.all.proxy_arp": 1},
+        },
+        links=(
+            Veth(
+                Iface("client", "eth0", ("10.0.0.1/24",)), Iface("node", "eth0", ("10.0.0.254/24",))
+            ),
+            Veth(Iface("pod", "eth0", (f"{POD}/32",)), Iface("node", "cali0")),
+        ),
+        routes=(
+            Route("client", "default", via="10.0.0.254"),
+            Route("pod", "0.0.0.0/0", dev="eth0"),  # "default" needs a via in add_route
+            Route("node", f"{POD}/32", dev="cali0"),
+        ),
     )
 
 
-@pytest.mark.parametrize("block_type", [
-    "blackhole",
-    broken("unreachable", id="unreachable", why="an unreachable route answers with ICMP"),
-])
+@pytest.mark.parametrize(
+    "block_type",
+    [
+        "blackhole",
+        broken("unreachable", id="unreachable", why="an unreachable route answers with ICMP"),
+    ],
+)
 def test_c18_pod_block_blackhole_route(topology, block_type: str) -> None:
     net = topology(calico_node())
     client, node = net["client"], net["node"]
@@ -83,11 +94,17 @@ def test_c18_pod_block_blackhole_route(topology, block_type: str) -> None:
 STRANGER, MARKER = "02:00:00:00:21:01", "02:00:00:00:21:02"
 
 
-@pytest.mark.parametrize("hairpin", [
-    "on",
-    broken("off", id="off", why="without hairpin a bridge never sends a frame back out of "
-           "the port it came in on"),
-])
+@pytest.mark.parametrize(
+    "hairpin",
+    [
+        "on",
+        broken(
+            "off",
+            id="off",
+            why="without hairpin a bridge never sends a frame back out of the port it came in on",
+        ),
+    ],
+)
 def test_c21_bridge_hairpin_returns_frame_to_its_port(topology, hairpin: str) -> None:
     net = topology(shapes.bridged(2))
     h1, h2, sw = net["h1"], net["h2"], net["sw"]
@@ -96,8 +113,12 @@ def test_c21_bridge_hairpin_returns_frame_to_its_port(topology, hairpin: str) ->
     h1_mac = h1.link("eth0").mac
 
     def udp(src_mac: str) -> bytes:
-        return bytes(Ether(src=src_mac, dst=h1_mac) / IP(src="10.0.1.9", dst="10.0.1.1")
-                     / UDP(sport=2121, dport=2121) / b"hairpin")
+        return bytes(
+            Ether(src=src_mac, dst=h1_mac)
+            / IP(src="10.0.1.9", dst="10.0.1.1")
+            / UDP(sport=2121, dport=2121)
+            / b"hairpin"
+        )
 
     with sw.capture("p1", f"ether dst {h1_mac} and udp port 2121") as cap:
         inject_frames(h1, "eth0", [udp(STRANGER)])
@@ -112,10 +133,13 @@ def test_c21_bridge_hairpin_returns_frame_to_its_port(topology, hairpin: str) ->
 SECONDARY = "10.0.0.11"
 
 
-@pytest.mark.parametrize("local", [
-    pytest.param(SECONDARY, id="local_secondary"),
-    broken(None, id="no_local", why="without local the route's preferred source leaves"),
-])
+@pytest.mark.parametrize(
+    "local",
+    [
+        pytest.param(SECONDARY, id="local_secondary"),
+        broken(None, id="no_local", why="without local the route's preferred source leaves"),
+    ],
+)
 def test_c22_vxlan_local_selects_outer_source(veth_pair, local: str | None) -> None:
     a: Namespace = veth_pair["a"]
     a.add_address("eth0", f"{SECONDARY}/24")

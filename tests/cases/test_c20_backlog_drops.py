@@ -34,32 +34,51 @@ from netns.variants import broken
 
 PORT = 5201
 
-pytestmark = pytest.mark.skipif(not in_netregress_vm(),
-                                reason=GUEST_ONLY.format(knob="net.core.netdev_max_backlog"))
+pytestmark = pytest.mark.skipif(
+    not in_netregress_vm(), reason=GUEST_ONLY.format(knob="net.core.netdev_max_backlog")
+)
 
 
-@pytest.mark.parametrize("max_backlog", [
-    2,
-    broken(None, id="default", why="the default backlog (1000) absorbs the bursts"),
-])
-def test_c20_backlog_drops_cause_tcp_retransmissions(topology, max_backlog: int | None
-                                                     ) -> None:
+@pytest.mark.parametrize(
+    "max_backlog",
+    [
+        2,
+        broken(None, id="default", why="the default backlog (1000) absorbs the bursts"),
+    ],
+)
+def test_c20_backlog_drops_cause_tcp_retransmissions(topology, max_backlog: int | None) -> None:
     net = topology(shapes.bridged(2))
     sender, receiver = net["h1"], net["h2"]
     # Software GSO on the sender: each large TCP skb is cut into ~45 segments that all
     # enter the backlog inside one transmit call — the burst, on any number of CPUs.
     sender.link("eth0").offload(tso=False)
     receiver.spawn(["iperf3", "-s", "-1", "-B", "10.0.1.2", "-p", str(PORT)])
-    assert poll_until(lambda: bool(receiver.run(["ss", "-Hltn", f"sport = :{PORT}"])
-                                   .stdout.strip()), timeout=10), "iperf3 did not listen"
+    assert poll_until(
+        lambda: bool(receiver.run(["ss", "-Hltn", f"sport = :{PORT}"]).stdout.strip()), timeout=10
+    ), "iperf3 did not listen"
     knobs = {} if max_backlog is None else {"net.core.netdev_max_backlog": max_backlog}
     with GlobalSysctls(knobs), sender.nstat() as delta:
         before = Snapshot.take()
-        out = sender.run(["iperf3", "-c", "10.0.1.2", "-p", str(PORT), "-t", "2",
-                          "--connect-timeout", "5000", "-J"], timeout=60).stdout
+        out = sender.run(
+            [
+                "iperf3",
+                "-c",
+                "10.0.1.2",
+                "-p",
+                str(PORT),
+                "-t",
+                "2",
+                "--connect-timeout",
+                "5000",
+                "-J",
+            ],
+            timeout=60,
+        ).stdout
         dropped = sum((Snapshot.take() - before).column(DROPPED))
     iperf_retr = json.loads(out)["end"]["sum_sent"].get("retransmits")
-    print(f"C20 netdev_max_backlog={max_backlog or 'default'}: softnet dropped +{dropped}, "
-          f"TcpRetransSegs +{delta['TcpRetransSegs']}, iperf3 Retr {iperf_retr}")
+    print(
+        f"C20 netdev_max_backlog={max_backlog or 'default'}: softnet dropped +{dropped}, "
+        f"TcpRetransSegs +{delta['TcpRetransSegs']}, iperf3 Retr {iperf_retr}"
+    )
     assert dropped > 0
     assert delta["TcpRetransSegs"] > 0

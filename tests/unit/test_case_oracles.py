@@ -41,8 +41,14 @@ def _parameter_sets(function: object) -> Iterator[list[ParameterSet | object]]:
 
 
 def _xfail(param: ParameterSet) -> Mark | None:
-    return next((m.mark if hasattr(m, "mark") else m for m in param.marks
-                 if getattr(m, "name", None) == "xfail"), None)
+    return next(
+        (
+            m.mark if hasattr(m, "mark") else m
+            for m in param.marks
+            if getattr(m, "name", None) == "xfail"
+        ),
+        None,
+    )
 
 
 def broken_variants(module: ModuleType) -> dict[str, list[ParameterSet]]:
@@ -66,20 +72,25 @@ def test_there_are_case_modules() -> None:
 
 
 def _test_functions(module: ModuleType) -> list[str]:
-    return [name for name in dir(module)
-            if name.startswith("test") and callable(getattr(module, name))]
+    return [
+        name for name in dir(module) if name.startswith("test") and callable(getattr(module, name))
+    ]
 
 
 @pytest.mark.parametrize("path", MODULES, ids=[p.name for p in MODULES])
 def test_case_module_has_a_strict_broken_variant(path: Path) -> None:
     module = _load(path)
     variants = broken_variants(module)
-    assert variants, (f"{path.name}: no test function has a `broken(...)` parameter (id "
-                      f"{PREFIX}…): its oracle is never shown to fail")
+    assert variants, (
+        f"{path.name}: no test function has a `broken(...)` parameter (id "
+        f"{PREFIX}…): its oracle is never shown to fail"
+    )
     exempt: dict[str, str] = getattr(module, "ORACLES_NOT_PROVEN", {})
     unproven = sorted(set(_test_functions(module)) - set(variants) - set(exempt))
-    assert not unproven, (f"{path.name}: {', '.join(unproven)} has no broken variant; add one, "
-                          f"or list it with the reason in ORACLES_NOT_PROVEN")
+    assert not unproven, (
+        f"{path.name}: {', '.join(unproven)} has no broken variant; add one, "
+        f"or list it with the reason in ORACLES_NOT_PROVEN"
+    )
     stale = sorted(name for name in exempt if name in variants or not hasattr(module, name))
     assert not stale, f"{path.name}: ORACLES_NOT_PROVEN lists {stale}, which need no entry"
     assert all(str(why).strip() for why in exempt.values()), f"{path.name}: an empty reason"
@@ -88,8 +99,9 @@ def test_case_module_has_a_strict_broken_variant(path: Path) -> None:
             xfail = _xfail(param)
             assert xfail is not None, f"{name}[{param.id}] is not marked xfail"
             assert xfail.kwargs.get("strict") is True, f"{name}[{param.id}] is not strict"
-            assert xfail.kwargs.get("raises") is AssertionError, \
+            assert xfail.kwargs.get("raises") is AssertionError, (
                 f"{name}[{param.id}]: only the oracle's AssertionError may satisfy it"
+            )
             assert str(xfail.kwargs.get("reason", "")).strip(), f"{name}[{param.id}]: no reason"
 
 

@@ -39,9 +39,21 @@ def _tcpdumps_in(names: list[str]) -> list[int]:
 
 def _start_blocking_run(tmp_path: Path) -> tuple[subprocess.Popen, list[str]]:
     (tmp_path / "test_block.py").write_text(BLOCKING_TEST)
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-s", "-q", "-p", "no:cacheprovider",
-                             str(tmp_path / "test_block.py")], cwd=tmp_path,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-s",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(tmp_path / "test_block.py"),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     assert proc.stdout is not None
     while time.monotonic() < deadline:
@@ -80,9 +92,21 @@ def test_sigkill_leftovers_reaped_by_next_run(tmp_path: Path, opted_in: None) ->
     assert set(names) <= set(reaper.leftover_namespaces())
     # The next normal run reaps them at session start.
     (tmp_path / "test_ok.py").write_text("def test_ok(ns):\n    pass\n")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           str(tmp_path / "test_ok.py")], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(tmp_path / "test_ok.py"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     # (Its "reaped N namespace(s)" line may be missing if a concurrent run got there first.)
     assert _ours(proc.pid) == []
@@ -90,7 +114,11 @@ def test_sigkill_leftovers_reaped_by_next_run(tmp_path: Path, opted_in: None) ->
 
 def test_reaper_kills_orphans_inside_and_spares_live_runs(ns) -> None:
     # An orphan that ignored PDEATHSIG (started without it) inside a dead run's namespace.
-    child = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
         import subprocess
         from netns import Namespace
         ns = Namespace("orphan")
@@ -99,7 +127,13 @@ def test_reaper_kills_orphans_inside_and_spares_live_runs(ns) -> None:
                              start_new_session=True)
         print(ns.name, p.pid, flush=True)
         import os; os._exit(0)   # die without cleaning up, like a crash
-    """)], capture_output=True, text=True, timeout=30, check=True)
+    """),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     name, orphan = child.stdout.split()
     assert os.path.exists(f"/proc/{orphan}")
     reaped = reaper.reap()  # a concurrent run may reap it first: check the outcome

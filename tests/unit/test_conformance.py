@@ -27,16 +27,25 @@ FAILING = """\
     0 socket(..., SOCK_DGRAM, IPPROTO_UDP) = 3
    +0 close(3) = 7
 """
-MARKED = """\
+MARKED = (
+    """\
 // netregress: expect-fail: Expected result 7 but got 0
 --ip_version=ipv4
-""" + FAILING
+"""
+    + FAILING
+)
 
 
 def conformance(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "packetdrill.conformance",
-                           *map(str, args)], capture_output=True, text=True, timeout=300,
-                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "packetdrill.conformance", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
 
 
 @pytest.fixture
@@ -58,10 +67,16 @@ def record_wrong_reference(corpus: Path, tmp_path: Path) -> Path:
     doc["record_command"] = "scripts/conformance --corpus X --reference B --out ref.json"
     for entry in doc["entries"]:
         builtin = entry["runs"]["builtin"]
-        flipped = ({"verdict": "FAIL", "first_error": "pass-v4.pkt:3: made-up failure",
-                    "seconds": 0.1, "message": "pass-v4.pkt:3: made-up failure"}
-                   if builtin["verdict"] == "PASS" else
-                   {"verdict": "PASS", "first_error": "", "seconds": 0.1, "message": ""})
+        flipped = (
+            {
+                "verdict": "FAIL",
+                "first_error": "pass-v4.pkt:3: made-up failure",
+                "seconds": 0.1,
+                "message": "pass-v4.pkt:3: made-up failure",
+            }
+            if builtin["verdict"] == "PASS"
+            else {"verdict": "PASS", "first_error": "", "seconds": 0.1, "message": ""}
+        )
         entry["runs"] = {"reference": flipped}
     reference = tmp_path / "reference.json"
     reference.write_text(json.dumps(doc))
@@ -89,11 +104,22 @@ def test_builtin_only_run_writes_verdicts_and_environment(corpus: Path, tmp_path
 
 
 def test_against_a_wrong_reference_reports_disagreement_and_false_pass(
-        corpus: Path, tmp_path: Path) -> None:
+    corpus: Path, tmp_path: Path
+) -> None:
     reference = record_wrong_reference(corpus, tmp_path)
     out = tmp_path / "against.json"
-    done = conformance("--corpus", corpus, "--ip-version", "4", "--against", reference,
-                       "--reruns", "2", "--out", out)
+    done = conformance(
+        "--corpus",
+        corpus,
+        "--ip-version",
+        "4",
+        "--against",
+        reference,
+        "--reruns",
+        "2",
+        "--out",
+        out,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FALSE PASSES (builtin PASS, reference FAIL every time): 1" in done.stdout
     assert "false pass: made-up failure" in done.stdout
@@ -121,7 +147,8 @@ def test_against_the_right_reference_agrees(corpus: Path, tmp_path: Path) -> Non
 
 
 def test_stale_reference_names_the_script_and_the_record_command(
-        corpus: Path, tmp_path: Path) -> None:
+    corpus: Path, tmp_path: Path
+) -> None:
     reference = record_wrong_reference(corpus, tmp_path)
     (corpus / "pass-v4.pkt").write_text(PASSING + "   +0 close(3) = -1 EBADF (Bad fd)\n")
     (corpus / "new-v4.pkt").write_text(PASSING)
@@ -129,41 +156,60 @@ def test_stale_reference_names_the_script_and_the_record_command(
     assert done.returncode == 2
     assert "pass-v4.pkt [ipv4]: script changed since it was recorded" in done.stderr
     assert "new-v4.pkt [ipv4]: not in the reference" in done.stderr
-    assert ("re-record with: scripts/conformance --corpus X --reference B --out ref.json"
-            in done.stderr)
+    assert (
+        "re-record with: scripts/conformance --corpus X --reference B --out ref.json" in done.stderr
+    )
     assert "Traceback" not in done.stderr
 
 
-def test_expect_fail_marker_matching_one_engine_only_is_a_disagreement(
-        tmp_path: Path) -> None:
+def test_expect_fail_marker_matching_one_engine_only_is_a_disagreement(tmp_path: Path) -> None:
     corpus = tmp_path / "ours"
     corpus.mkdir()
     (corpus / "marked.pkt").write_text(MARKED)
     out = tmp_path / "builtin.json"
-    done = conformance("--corpus", corpus, "--conventions", "ours", "--ip-version", "all",
-                       "--out", out)
+    done = conformance(
+        "--corpus", corpus, "--conventions", "ours", "--ip-version", "all", "--out", out
+    )
     assert done.returncode == 0, done.stderr
     doc = json.loads(out.read_text())
-    assert [e["variant"] for e in doc["entries"]] == ["ipv4"]       # the pinned variant
+    assert [e["variant"] for e in doc["entries"]] == ["ipv4"]  # the pinned variant
     doc["reference"] = {"kind": "binary", "binary": "/nowhere/packetdrill"}
     entry = doc["entries"][0]
-    entry["runs"] = {"reference": {"verdict": "FAIL", "first_error": "marked.pkt:4: other",
-                                   "seconds": 0.1, "message": "marked.pkt:4: other words"}}
+    entry["runs"] = {
+        "reference": {
+            "verdict": "FAIL",
+            "first_error": "marked.pkt:4: other",
+            "seconds": 0.1,
+            "message": "marked.pkt:4: other words",
+        }
+    }
     out.write_text(json.dumps(doc))
-    done = conformance("--corpus", corpus, "--conventions", "ours", "--ip-version", "all",
-                       "--against", out, "--reruns", "1")
+    done = conformance(
+        "--corpus",
+        corpus,
+        "--conventions",
+        "ours",
+        "--ip-version",
+        "all",
+        "--against",
+        out,
+        "--reruns",
+        "1",
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "expect-fail marker matches only builtin" in done.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--corpus", "/nonexistent-corpus"], "corpus folder not found: /nonexistent-corpus"),
-    (["--reference", "/nonexistent/packetdrill"], "reference binary not found"),
-    (["--against", "/nonexistent.json"], "cannot read /nonexistent.json"),
-    (["--args", "oops"], "expected --name[=value] and -D NAME=VALUE words"),
-])
-def test_bad_input_is_status_2_with_a_message(corpus: Path, args: list[str],
-                                              message: str) -> None:
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--corpus", "/nonexistent-corpus"], "corpus folder not found: /nonexistent-corpus"),
+        (["--reference", "/nonexistent/packetdrill"], "reference binary not found"),
+        (["--against", "/nonexistent.json"], "cannot read /nonexistent.json"),
+        (["--args", "oops"], "expected --name[=value] and -D NAME=VALUE words"),
+    ],
+)
+def test_bad_input_is_status_2_with_a_message(corpus: Path, args: list[str], message: str) -> None:
     full = ["--corpus", str(corpus), *args] if args[0] != "--corpus" else args
     done = conformance(*full)
     assert done.returncode == 2
@@ -184,53 +230,87 @@ def test_variants_follow_upstream_naming_and_our_pins(tmp_path: Path) -> None:
     def chosen(convention: str, ip_version: str) -> list[str]:
         return [job.key for job in find_jobs(tmp_path, convention, ip_version)]
 
-    assert chosen("upstream", "both") == ["a.pkt [ipv4]", "a.pkt [ipv6]", "b-v4.pkt [ipv4]",
-                                          "c-v6.pkt [ipv6]", "d.pkt [ipv4]", "d.pkt [ipv6]"]
-    assert chosen("ours", "both") == ["a.pkt [ipv4]", "a.pkt [ipv6]", "b-v4.pkt [ipv4]",
-                                      "c-v6.pkt [ipv6]", "d.pkt [ipv6]"]
+    assert chosen("upstream", "both") == [
+        "a.pkt [ipv4]",
+        "a.pkt [ipv6]",
+        "b-v4.pkt [ipv4]",
+        "c-v6.pkt [ipv6]",
+        "d.pkt [ipv4]",
+        "d.pkt [ipv6]",
+    ]
+    assert chosen("ours", "both") == [
+        "a.pkt [ipv4]",
+        "a.pkt [ipv6]",
+        "b-v4.pkt [ipv4]",
+        "c-v6.pkt [ipv6]",
+        "d.pkt [ipv6]",
+    ]
     job = find_jobs(tmp_path, "upstream", "6")[0]
     assert ("define", "TFO_COOKIE=c1d1e9742a47a9bc") in job.options
     assert ("send_omit_free", None) in job.options
-    replaced = find_jobs(tmp_path, "upstream", "4",
-                         variant_args={"ipv4": "--ip_version=ipv4 -D CODE=x"})[0]
+    replaced = find_jobs(
+        tmp_path, "upstream", "4", variant_args={"ipv4": "--ip_version=ipv4 -D CODE=x"}
+    )[0]
     assert replaced.options[:2] == [("ip_version", "ipv4"), ("define", "CODE=x")]
 
 
 def test_a_reference_that_broke_crashed_and_is_not_compared() -> None:
     from packetdrill.conformance.compare import compared
     from packetdrill.result import RunResult
-    crashed = from_result(RunResult("/a/x.pkt", False, "assertion n >= 8 failed at /s/code.c "
-                                    "line 148\n/a/x.pkt: killed by signal 6", exit_status=-6))
+
+    crashed = from_result(
+        RunResult(
+            "/a/x.pkt",
+            False,
+            "assertion n >= 8 failed at /s/code.c line 148\n/a/x.pkt: killed by signal 6",
+            exit_status=-6,
+        )
+    )
     assert (crashed.verdict, crashed.first_error) == (
-        "CRASH", "assertion n >= 8 failed at code.c line 148")
-    asserted = from_result(RunResult("/a/x.pkt", False, "sysctl: cannot stat /proc/sys/y\n"
-                                     "assertion len >= 8 failed at code.c line 148",
-                                     exit_status=1))
+        "CRASH",
+        "assertion n >= 8 failed at code.c line 148",
+    )
+    asserted = from_result(
+        RunResult(
+            "/a/x.pkt",
+            False,
+            "sysctl: cannot stat /proc/sys/y\nassertion len >= 8 failed at code.c line 148",
+            exit_status=1,
+        )
+    )
     assert asserted.verdict == "CRASH"
     passed = from_result(RunResult("/a/x.pkt", True))
     assert not compared(passed, crashed) and compared(crashed, passed)
 
 
 def test_first_error_and_cause_drop_paths_lines_and_numbers() -> None:
-    message = ("sysctl: noise\n/a/b/x.pkt:12: error handling packet: timing error: "
-               "expected outbound packet at 0.100 sec but happened at 0.120 sec\n")
+    message = (
+        "sysctl: noise\n/a/b/x.pkt:12: error handling packet: timing error: "
+        "expected outbound packet at 0.100 sec but happened at 0.120 sec\n"
+    )
     line = first_error(message)
     assert line.startswith("x.pkt:12: error handling packet")
-    assert first_error("sysctl: cannot stat /proc/sys/x: No such file\n"
-                       "assertion len >= 3 failed at /src/code.c line 148\n") == (
-        "assertion len >= 3 failed at code.c line 148")
+    assert first_error(
+        "sysctl: cannot stat /proc/sys/x: No such file\n"
+        "assertion len >= 3 failed at /src/code.c line 148\n"
+    ) == ("assertion len >= 3 failed at code.c line 148")
     from packetdrill.conformance.outcome import Outcome
+
     assert cause(Outcome("FAIL", line)) == (
         "error handling packet: timing error: expected outbound packet at N sec but "
-        "happened at N sec")
+        "happened at N sec"
+    )
 
 
-@pytest.mark.skipif(not os.path.isfile(os.environ.get("PACKETDRILL", "")),
-                    reason="no reference binary: set PACKETDRILL=/path/to/packetdrill")
+@pytest.mark.skipif(
+    not os.path.isfile(os.environ.get("PACKETDRILL", "")),
+    reason="no reference binary: set PACKETDRILL=/path/to/packetdrill",
+)
 def test_real_binary_agrees_on_tiny_scripts(corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "real.json"
-    done = conformance("--corpus", corpus, "--reference", os.environ["PACKETDRILL"],
-                       "--jobs", "2", "--out", out)
+    done = conformance(
+        "--corpus", corpus, "--reference", os.environ["PACKETDRILL"], "--jobs", "2", "--out", out
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads(out.read_text())["summary"]
     assert summary["passed"] == {"builtin": 1, "reference": 1}
@@ -244,11 +324,20 @@ def test_build_reference_names_missing_tools(tmp_path: Path) -> None:
     (tree / "packetdrill.c").write_text("int main(void) { return 0; }\n")
     empty = tmp_path / "bin"
     empty.mkdir()
-    done = subprocess.run([sys.executable, "-m", "packetdrill.conformance",
-                           "build-reference", "--source", str(tree)],
-                          capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "PATH": str(empty),
-                               "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    done = subprocess.run(
+        [sys.executable, "-m", "packetdrill.conformance", "build-reference", "--source", str(tree)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        check=False,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "PATH": str(empty),
+            "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        },
+    )
     assert done.returncode == 2
     assert "missing build tools: bison, flex, make, gcc" in done.stderr
 
@@ -263,27 +352,40 @@ def test_skip_marker_skips_both_engines_and_is_not_compared(tmp_path: Path) -> N
     corpus = tmp_path / "ours"
     corpus.mkdir()
     (corpus / "needs-no-veth.pkt").write_text(
-        "// netregress: skip-if-kernel-has: veth\n--ip_version=ipv4\n" + FAILING)
+        "// netregress: skip-if-kernel-has: veth\n--ip_version=ipv4\n" + FAILING
+    )
     out = tmp_path / "run.json"
     done = conformance("--corpus", corpus, "--conventions", "ours", "--out", out)
     assert done.returncode == 0, done.stderr
     entry = json.loads(out.read_text())["entries"][0]
-    assert entry["runs"]["builtin"] == {"verdict": "SKIP", "first_error": "kernel has veth",
-                                        "seconds": 0.0, "message": ""}
+    assert entry["runs"]["builtin"] == {
+        "verdict": "SKIP",
+        "first_error": "kernel has veth",
+        "seconds": 0.0,
+        "message": "",
+    }
 
 
 def test_a_reference_flake_settled_by_a_rerun_is_not_held_against_the_builtin(
-        corpus: Path, tmp_path: Path) -> None:
+    corpus: Path, tmp_path: Path
+) -> None:
     """A recording where the binary failed once and passed when re-run alone keeps the
     re-run's verdict as the reference, not the flake."""
     reference = record_wrong_reference(corpus, tmp_path)
     doc = json.loads(reference.read_text())
     for entry in doc["entries"]:
-        flake = entry["runs"]["reference"]          # the opposite of the builtin's verdict
-        settled = {"verdict": "PASS" if flake["verdict"] == "FAIL" else "FAIL",
-                   "first_error": "", "seconds": 0.1, "message": ""}
-        entry["rerun"] = {"verdicts": {"reference": [settled["verdict"]]}, "agreed_on": 1,
-                          "settled": {"reference": settled}}
+        flake = entry["runs"]["reference"]  # the opposite of the builtin's verdict
+        settled = {
+            "verdict": "PASS" if flake["verdict"] == "FAIL" else "FAIL",
+            "first_error": "",
+            "seconds": 0.1,
+            "message": "",
+        }
+        entry["rerun"] = {
+            "verdicts": {"reference": [settled["verdict"]]},
+            "agreed_on": 1,
+            "settled": {"reference": settled},
+        }
     reference.write_text(json.dumps(doc))
     done = conformance("--corpus", corpus, "--ip-version", "4", "--against", reference)
     assert done.returncode == 0, done.stdout + done.stderr

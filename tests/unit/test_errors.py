@@ -8,10 +8,16 @@ from packetdrill.conformance.errors import UsageProblem
 from packetdrill.errors import ScriptError
 
 
-@pytest.mark.parametrize("error", [
-    KernelsError("unknown kernel 'x'"), ScriptError("t.pkt:3: syntax error"),
-    MissingTool("'tcpdump' is not installed"), UsageProblem("--jobs must be positive"),
-], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(
+    "error",
+    [
+        KernelsError("unknown kernel 'x'"),
+        ScriptError("t.pkt:3: syntax error"),
+        MissingTool("'tcpdump' is not installed"),
+        UsageProblem("--jobs must be positive"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
 def test_every_part_raises_under_the_one_root(error: Exception, capsys) -> None:
     assert isinstance(error, NetregressError)
 
@@ -33,6 +39,7 @@ def test_ctrl_c_is_a_line_and_130(capsys) -> None:
 def test_a_bug_is_not_hidden() -> None:
     """Only errors a user can cause are turned into a message: our own bugs keep their
     traceback."""
+
     def body() -> int:
         raise ZeroDivisionError
 

@@ -20,7 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CASE = REPO / "tests/cases/packetdrill/c02-cork-two-writes.pkt"
 ON_TIME = "   +0 > P. 1:347(346) ack 1\n"
-BROKEN = "  +.5 > P. 1:301(300) ack 1\n"   # 300 bytes, half a second later
+BROKEN = "  +.5 > P. 1:301(300) ack 1\n"  # 300 bytes, half a second later
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
@@ -41,15 +41,31 @@ def _pytest_html_tests(report: Path) -> dict[str, list[dict[str, object]]]:
     return json.loads(html.unescape(blob.group(1)))["tests"]
 
 
-def test_host_run_report_shows_message_pcap_and_overlaid_plot(tmp_path: Path,
-                                                              opted_in: None) -> None:
+def test_host_run_report_shows_message_pcap_and_overlaid_plot(
+    tmp_path: Path, opted_in: None
+) -> None:
     script, line = broken_c02(tmp_path)
     report = tmp_path / "report" / "report.html"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(script), "-k", "ipv4 and not mapped",
-         f"--rootdir={tmp_path}", "-p", "no:cacheprovider", f"--html={report}",
-         "--self-contained-html", f"--artifacts-dir={tmp_path / 'artifacts'}"],
-        cwd=REPO, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(script),
+            "-k",
+            "ipv4 and not mapped",
+            f"--rootdir={tmp_path}",
+            "-p",
+            "no:cacheprovider",
+            f"--html={report}",
+            "--self-contained-html",
+            f"--artifacts-dir={tmp_path / 'artifacts'}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (item,) = _pytest_html_tests(report)["c02-broken.pkt::ipv4"]
     assert item["result"] == "Failed"
@@ -72,8 +88,9 @@ def _chromium_missing() -> str | None:
     return None
 
 
-def test_matrix_html_drill_down_in_chromium(tmp_path: Path, pytestconfig: pytest.Config,
-                                            opted_in: None) -> None:
+def test_matrix_html_drill_down_in_chromium(
+    tmp_path: Path, pytestconfig: pytest.Config, opted_in: None
+) -> None:
     missing = _chromium_missing()
     if missing:
         pytest.skip(missing)
@@ -84,13 +101,31 @@ def test_matrix_html_drill_down_in_chromium(tmp_path: Path, pytestconfig: pytest
     script, line = broken_c02(tmp_path)
     out = tmp_path / "matrix"
     proc = subprocess.run(
-        [str(REPO / "scripts/matrix"), "--kernels", "running", "--output", str(out),
-         f"--rootdir={tmp_path}", str(script), "-k", "ipv4 and not mapped"],
-        cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 1, proc.stdout + proc.stderr   # the failing cell
+        [
+            str(REPO / "scripts/matrix"),
+            "--kernels",
+            "running",
+            "--output",
+            str(out),
+            f"--rootdir={tmp_path}",
+            str(script),
+            "-k",
+            "ipv4 and not mapped",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the failing cell
     options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,1300",
-                f"--user-data-dir={tmp_path / 'chromium-profile'}"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--window-size=1200,1300",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
@@ -120,8 +155,12 @@ def test_matrix_html_drill_down_in_chromium(tmp_path: Path, pytestconfig: pytest
 
 
 def _engine_pcap(script: Path, pcap: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "packetdrill", "--ip_version=ipv4",
-                    f"--pcap={pcap}", str(script)], cwd=REPO, capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "packetdrill", "--ip_version=ipv4", f"--pcap={pcap}", str(script)],
+        cwd=REPO,
+        capture_output=True,
+        timeout=120,
+    )
     assert pcap.is_file()
     return pcap
 
@@ -140,7 +179,7 @@ def test_trace_diff_aligns_real_traces_and_names_the_first_divergence(tmp_path: 
     bad = read_rows(_engine_pcap(uncorked, tmp_path / "uncorked.pcap"))
     pairs = align(good, bad)
     first = first_divergence(pairs)
-    assert first == 3                       # SYN, SYN-ACK, ACK agree; then the response
+    assert first == 3  # SYN, SYN-ACK, ACK agree; then the response
     assert pairs[first].left is not None and pairs[first].left.length == 346
     assert pairs[first].right is not None and pairs[first].right.length == 288
     assert "length 346 vs 288" in describe(pairs, first, "corked", "uncorked")
@@ -154,14 +193,24 @@ def test_matrix_page_colours_every_verdict_and_keeps_the_crash_console(tmp_path:
     from kernels.vm.console import Crash
 
     tests = [f"t.py::test_{name}" for name in ("a", "b", "c", "d", "e")]
-    old = KernelRun("old", tmp_path / "out/old", results=[
-        TestResult(tests[0], "pass"), TestResult(tests[1], "fail", "assert 1 == 2"),
-        TestResult(tests[2], "xfail", "known: fixed in 6.2"),
-        TestResult(tests[3], "skip", "needs gre"),
-        TestResult(tests[4], "fail", "[XPASS(strict)] known: fixed in 6.2")])
-    dead = KernelRun("dead", tmp_path / "out/dead", results=[TestResult(tests[0], "pass")],
-                     problem=Crash("Kernel panic - not syncing", "RIP: 0010:tcp_fragment"))
-    page = (tmp_path / "out/matrix.html")
+    old = KernelRun(
+        "old",
+        tmp_path / "out/old",
+        results=[
+            TestResult(tests[0], "pass"),
+            TestResult(tests[1], "fail", "assert 1 == 2"),
+            TestResult(tests[2], "xfail", "known: fixed in 6.2"),
+            TestResult(tests[3], "skip", "needs gre"),
+            TestResult(tests[4], "fail", "[XPASS(strict)] known: fixed in 6.2"),
+        ],
+    )
+    dead = KernelRun(
+        "dead",
+        tmp_path / "out/dead",
+        results=[TestResult(tests[0], "pass")],
+        problem=Crash("Kernel panic - not syncing", "RIP: 0010:tcp_fragment"),
+    )
+    page = tmp_path / "out/matrix.html"
     write_outputs(build([old, dead], tests), tmp_path / "out")
     text = page.read_text()
     for verdict in ("pass", "fail", "xfail", "skip", "xpass", "crash"):
@@ -180,10 +229,14 @@ def test_matrix_keeps_passing_pcaps_only_where_another_kernel_failed(tmp_path: P
     from kernels.report.table import build
 
     split, green = "t.py::test_split", "t.py::test_green"
-    good = KernelRun("good", tmp_path / "good", results=[
-        TestResult(split, "pass"), TestResult(green, "pass")])
-    bad = KernelRun("bad", tmp_path / "bad", results=[
-        TestResult(split, "fail", "assert"), TestResult(green, "pass")])
+    good = KernelRun(
+        "good", tmp_path / "good", results=[TestResult(split, "pass"), TestResult(green, "pass")]
+    )
+    bad = KernelRun(
+        "bad",
+        tmp_path / "bad",
+        results=[TestResult(split, "fail", "assert"), TestResult(green, "pass")],
+    )
     for run in (good, bad):
         for nodeid in (split, green):
             evidence_dir(run, nodeid).mkdir(parents=True)

@@ -25,8 +25,9 @@ def test_shipped_catalog_has_the_promised_kernels() -> None:
     catalog = load_catalog()
     suites = {spec.suite for spec in catalog.values() if isinstance(spec, DebianKernel)}
     assert {"bullseye", "bookworm", "trixie", "sid"} <= suites
-    assert all(spec.flavour == "cloud-amd64" for spec in catalog.values()
-               if isinstance(spec, DebianKernel))
+    assert all(
+        spec.flavour == "cloud-amd64" for spec in catalog.values() if isinstance(spec, DebianKernel)
+    )
     assert any(isinstance(spec, RunningKernel) for spec in catalog.values())
     assert "bookworm-6.1" in catalog
 
@@ -49,8 +50,9 @@ def test_parse_every_kind() -> None:
         kind = "running"
     """)
     assert catalog["a"] == DebianKernel("a", "bookworm", "cloud-amd64")
-    assert catalog["b"] == PathKernel("b", Path("/src/bzImage"), Path("/src/lib/modules/6.13.0"),
-                                      default=False)
+    assert catalog["b"] == PathKernel(
+        "b", Path("/src/bzImage"), Path("/src/lib/modules/6.13.0"), default=False
+    )
     assert isinstance(catalog["c"], SourceKernel)
     assert [spec.name for spec in select(catalog, None)] == ["a", "c", "d"]
     assert [spec.name for spec in select(catalog, ["d", "a"])] == ["d", "a"]

@@ -12,7 +12,8 @@ from kernels.paths import REPO_ROOT
 
 def test_unknown_options_and_selection_go_to_pytest() -> None:
     args, rest = _parser().parse_known_args(
-        ["--kernels", "a,b", "tests/cases", "-k", "ipip or tunl0", "--time=3", "-x"])
+        ["--kernels", "a,b", "tests/cases", "-k", "ipip or tunl0", "--time=3", "-x"]
+    )
     assert args.kernels == ["a,b"]
     assert rest == ["tests/cases", "-k", "ipip or tunl0", "--time=3", "-x"]
 

@@ -66,8 +66,13 @@ def test_clean_exit_is_ok_and_keeps_the_status(tmp_path: Path) -> None:
 
 
 def test_hang_and_silent_death_are_crashes(tmp_path: Path) -> None:
-    hung = verdict(_guest_files(tmp_path, "[ 1.0] Booting\n", None), None, 120.0,
-                   "hung boot: no guest userspace after 120 s", "")
+    hung = verdict(
+        _guest_files(tmp_path, "[ 1.0] Booting\n", None),
+        None,
+        120.0,
+        "hung boot: no guest userspace after 120 s",
+        "",
+    )
     assert hung.verdict == "crash" and hung.crash is not None
     assert hung.crash.reason.startswith("hung boot") and "Booting" in hung.crash.excerpt
     died = verdict(tmp_path, 3.0, 5.0, None, "qemu-system-x86_64: terminating on signal 9\n")

@@ -38,14 +38,21 @@ def test_matching_by_pattern_version_and_name() -> None:
     entries = parse_expectations(ENTRIES)
     hit = expected_failure(entries, "tests/cases/test_tcp.py::test_wqueue_limit", "x", (6, 1, 176))
     assert hit is not None and hit.why == (
-        "TCPWqueueTooBig: fixed in b617158dc096 (https://git.kernel.org/linus/b617158dc096)")
-    assert expected_failure(entries, "tests/cases/test_tcp.py::test_wqueue_limit", "x",
-                            (6, 12, 107)) is None
+        "TCPWqueueTooBig: fixed in b617158dc096 (https://git.kernel.org/linus/b617158dc096)"
+    )
+    assert (
+        expected_failure(entries, "tests/cases/test_tcp.py::test_wqueue_limit", "x", (6, 12, 107))
+        is None
+    )
     assert expected_failure(entries, "tests/cases/test_tcp.py::test_other", "x", (6, 1)) is None
-    assert expected_failure(entries, "tests/cases/test_gre.py::test_a", "bullseye-5.10",
-                            (5, 10, 223)) is not None
-    assert expected_failure(entries, "tests/cases/test_gre.py::test_a", "bookworm-6.1",
-                            (5, 10, 223)) is None
+    assert (
+        expected_failure(entries, "tests/cases/test_gre.py::test_a", "bullseye-5.10", (5, 10, 223))
+        is not None
+    )
+    assert (
+        expected_failure(entries, "tests/cases/test_gre.py::test_a", "bookworm-6.1", (5, 10, 223))
+        is None
+    )
 
 
 @pytest.mark.parametrize("text, message", [
@@ -69,8 +76,9 @@ def test_shipped_expectations_parse_and_carry_reasons() -> None:
 def test_shipped_c08_entry_covers_the_good_variant_before_5_14_only() -> None:
     """The pattern's "[[]" is a literal bracket: the broken variant is never covered."""
     entries = load_expectations()
-    case = ("tests/cases/test_c08_c09_flannel_vxlan.py::"
-            "test_c08_peer_flannel_dot0_address_is_unicast")
+    case = (
+        "tests/cases/test_c08_c09_flannel_vxlan.py::test_c08_peer_flannel_dot0_address_is_unicast"
+    )
     good, bad = f"{case}[kernel-routes]", f"{case}[broken-dot0-broadcast-route]"
     hit = expected_failure(entries, good, "bullseye-5.10", (5, 10, 223))
     assert hit is not None and "94c821c74bf5" in hit.why
@@ -79,11 +87,14 @@ def test_shipped_c08_entry_covers_the_good_variant_before_5_14_only() -> None:
 
 
 def test_a_plain_host_run_applies_the_running_kernels_expectations(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_known="def test_old_kernel_behaviour():\n    assert False\n")
     known = pytester.path / "known.toml"
-    known.write_text('[[expect]]\ntest = "test_known.py::*"\nkernels = ["running"]\n'
-                     'reason = "known on this kernel: fixed in 0123456789ab"\n')
+    known.write_text(
+        '[[expect]]\ntest = "test_known.py::*"\nkernels = ["running"]\n'
+        'reason = "known on this kernel: fixed in 0123456789ab"\n'
+    )
     monkeypatch.delenv("NETREGRESS_KERNEL", raising=False)
     monkeypatch.setenv("NETREGRESS_EXPECTATIONS", str(known))
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rx")

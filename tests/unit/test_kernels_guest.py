@@ -42,7 +42,8 @@ def _link_in_fresh_namespace(module: str, *link: str) -> str:
 
 def test_ipip_tunnel_in_fresh_namespace() -> None:
     shown = _link_in_fresh_namespace(
-        "ipip", "type", "ipip", "local", "192.0.2.1", "remote", "192.0.2.2")
+        "ipip", "type", "ipip", "local", "192.0.2.1", "remote", "192.0.2.2"
+    )
     assert "ipip" in shown and "remote 192.0.2.2" in shown
 
 

@@ -13,7 +13,7 @@ from tap.parser import Parser
 from kernels.matrix.results import TestResult
 from kernels.report.ktap import render
 
-DEMO = '''
+DEMO = """
 import pytest
 
 
@@ -37,7 +37,7 @@ def test_xfails():
 @pytest.mark.parametrize("n", [1, 2])
 def test_param(n):
     pass
-'''
+"""
 _RESULT = re.compile(r"^(not ok|ok) (\d+)(?: ([^#]*?))?(?: # (\S+)(?: (.*))?)?$")
 
 

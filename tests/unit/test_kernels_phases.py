@@ -8,17 +8,23 @@ import pytest
 from kernels.cli.bench import phase_rows
 from kernels.vm import phases
 
-ORDER = ["python-start", "pytest-core", "plugins-imported", "configured", "collected",
-         "tests-done", "finished"]
+ORDER = [
+    "python-start",
+    "pytest-core",
+    "plugins-imported",
+    "configured",
+    "collected",
+    "tests-done",
+    "finished",
+]
 
 
-def test_a_run_stamps_its_phases_in_order(pytester: pytest.Pytester,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_stamps_its_phases_in_order(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log_path = pytester.path / phases.FILE
     monkeypatch.setenv(phases.ENV, str(log_path))
-    pytester.makepyfile("import time\n"
-                        "def test_slow(): time.sleep(0.2)\n"
-                        "def test_fast(): pass\n")
+    pytester.makepyfile("import time\ndef test_slow(): time.sleep(0.2)\ndef test_fast(): pass\n")
     result = pytester.runpytest_subprocess("-p", "kernels.vm.phases", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
     log = phases.read(log_path)
@@ -33,8 +39,9 @@ def test_a_run_stamps_its_phases_in_order(pytester: pytest.Pytester,
     assert rows["kernel boot → init"] is None  # no guest init stamped this run
 
 
-def test_without_the_variable_nothing_is_written(pytester: pytest.Pytester,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_variable_nothing_is_written(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(phases.ENV, raising=False)
     pytester.makepyfile("def test_one(): pass\n")
     pytester.runpytest_subprocess("-p", "kernels.vm.phases").assert_outcomes(passed=1)

@@ -26,7 +26,8 @@ def test_stop_all_stops_children_and_refuses_new_ones(tmp_path: Path) -> None:
     procs = [children.spawn(["sleep", "60"]) for _ in range(2)]
     piddir = tmp_path / "cache/netregress/kernels/pids"
     assert sorted(p.name for p in piddir.iterdir()) == sorted(
-        f"{naming.run_id()}-{p.pid}.json" for p in procs)  # the next run's reaping needs them
+        f"{naming.run_id()}-{p.pid}.json" for p in procs
+    )  # the next run's reaping needs them
     children.stop_all()
     assert all(p.returncode is not None for p in procs)
     assert not list(piddir.iterdir())
@@ -49,7 +50,8 @@ def test_reap_drops_dead_runs_directories_only(tmp_path: Path) -> None:
     mine = [run_dir("bookworm-6.1"), scratch_dir()]
     assert reap_leftovers() == []
     assert sorted(p.name for p in (cache / "runs").iterdir()) == sorted(
-        ["linux-6.1-stock", mine[0].name])
+        ["linux-6.1-stock", mine[0].name]
+    )
     assert sorted(p.name for p in (cache / "run").iterdir()) == sorted(["tmpabcd", mine[1].name])
 
 
@@ -87,8 +89,13 @@ def _read_newc(data: bytes) -> dict[str, tuple[int, bytes]]:
 
 
 def test_cpio_newc_archive_is_what_the_kernel_unpacks() -> None:
-    data = archive([directory("bin"), Entry("init", 0o755, b"#!/bin/sh\n"),
-                    Entry("bin/sh", 0, target="busybox")])
+    data = archive(
+        [
+            directory("bin"),
+            Entry("init", 0o755, b"#!/bin/sh\n"),
+            Entry("bin/sh", 0, target="busybox"),
+        ]
+    )
     members = _read_newc(data)
     assert members["bin"][0] == 0o040755
     assert members["init"] == (0o100755, b"#!/bin/sh\n")

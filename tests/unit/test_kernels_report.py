@@ -61,7 +61,11 @@ def test_cells_and_crash_filling(tmp_path: Path) -> None:
     assert outcomes[(CONSOLE_ROW, "bookworm-6.1")] == "pass"
     assert outcomes[(CONSOLE_ROW, "sid")] == "crash"
     assert {(t, k) for t, k, _ in matrix.unexpected()} == {
-        (A, "sid"), (B, "sid"), (C, "sid"), (CONSOLE_ROW, "sid")}
+        (A, "sid"),
+        (B, "sid"),
+        (C, "sid"),
+        (CONSOLE_ROW, "sid"),
+    }
 
 
 def test_tests_only_a_guest_found_become_rows(tmp_path: Path) -> None:
@@ -85,7 +89,9 @@ def test_renderings(tmp_path: Path) -> None:
     tests = data["tests"]
     assert isinstance(tests, dict)
     assert tests[B]["bookworm-6.1"] == {
-        "outcome": "xfail", "message": "TCPWqueueTooBig: fixed in b617158dc096"}
+        "outcome": "xfail",
+        "message": "TCPWqueueTooBig: fixed in b617158dc096",
+    }
 
 
 def test_all_green_says_so(tmp_path: Path) -> None:
@@ -101,8 +107,11 @@ def _junit(path: Path) -> dict[str, tuple[str, str]]:
         nodeid = case.find(f"properties/property[@name='{NODEID_PROPERTY}']")
         verdict = next((e for e in case if e.tag in ("failure", "error", "skipped")), None)
         assert nodeid is not None
-        cases[nodeid.get("value", "")] = ("pass", "") if verdict is None else (
-            verdict.get("type", verdict.tag), verdict.get("message", ""))
+        cases[nodeid.get("value", "")] = (
+            ("pass", "")
+            if verdict is None
+            else (verdict.get("type", verdict.tag), verdict.get("message", ""))
+        )
     return cases
 
 
@@ -110,18 +119,28 @@ def test_outputs_and_junit_file(tmp_path: Path) -> None:
     matrix = build(_runs(tmp_path), [A, B, C])
     written = write_outputs(matrix, tmp_path / "out")
     assert sorted(p.name for p in written) == [
-        "junit-bookworm-6.1.xml", "junit-sid.xml", "matrix.html", "matrix.json", "matrix.md"]
+        "junit-bookworm-6.1.xml",
+        "junit-sid.xml",
+        "matrix.html",
+        "matrix.json",
+        "matrix.md",
+    ]
     assert json.loads((tmp_path / "out/matrix.json").read_text())["unexpected"] == 4
     sid = _junit(tmp_path / "out/junit-sid.xml")
     assert sid[A] == ("failure", "assert 1 == 2")
     assert sid[C] == ("error", "Kernel panic - not syncing: sysrq triggered crash")  # a crash
     good = _junit(tmp_path / "out/junit-bookworm-6.1.xml")
-    assert good == {A: ("pass", ""), B: ("pytest.xfail", "TCPWqueueTooBig: fixed in b617158dc096"),
-                    C: ("pytest.skip", "needs gre"), CONSOLE_ROW: ("pass", "")}
+    assert good == {
+        A: ("pass", ""),
+        B: ("pytest.xfail", "TCPWqueueTooBig: fixed in b617158dc096"),
+        C: ("pytest.skip", "needs gre"),
+        CONSOLE_ROW: ("pass", ""),
+    }
 
 
 def test_widened_packetdrill_passes_are_distinct_cells_and_the_slack_is_shown(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """The guest's structured timing record (a user property of its reports), not console text;
     the kernel's JUnit file carries it on."""
     tolerance = Tolerance().with_slack(22000, "calibrated")
@@ -130,8 +149,7 @@ def test_widened_packetdrill_passes_are_distinct_cells_and_the_slack_is_shown(
     runs[0].results[0] = TestResult(A, "pass", properties=((TIMING_PROPERTY, record),))
     matrix = build(runs, [A, B, C])
     data: dict[str, Any] = to_json(matrix)
-    assert [k["pkt tolerance"] for k in data["kernels"]] == [
-        "+22.0 ms late (calibrated)", "-"]
+    assert [k["pkt tolerance"] for k in data["kernels"]] == ["+22.0 ms late (calibrated)", "-"]
     assert data["tests"][A]["bookworm-6.1"]["timing"]["late_usecs"] == 12000
     text = render_text(matrix)
     assert any(line.startswith(A) and " pass~ " in line for line in text.splitlines())

@@ -18,7 +18,7 @@ from kernels.matrix.shard import Piece, parse_shard, plan, slice_tests
 from kernels.paths import REPO_ROOT, locked
 from kernels.report import kcidb, record
 
-DEMO = '''
+DEMO = """
 import pytest
 
 
@@ -42,7 +42,7 @@ def test_xfails():
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_param(n):
     pass
-'''
+"""
 CATALOG = """
 [kernels.host-a]
 kind = "running"
@@ -108,9 +108,19 @@ def _make_runs(base: Path) -> None:
     }  # fmt: skip
     procs = {
         out: subprocess.Popen(
-            [str(REPO_ROOT / "scripts/matrix"), *extra, "--output", out, "--catalog",
-             "matrix.toml", "test_demo.py"],
-            cwd=base, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                str(REPO_ROOT / "scripts/matrix"),
+                *extra,
+                "--output",
+                out,
+                "--catalog",
+                "matrix.toml",
+                "test_demo.py",
+            ],
+            cwd=base,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )  # fmt: skip
         for out, extra in outputs.items()
     }
@@ -218,9 +228,11 @@ def test_kcidb_schema_rejects_what_the_export_must_not_write(runs: Path) -> None
 
 
 def test_bad_catalog_for_ci_is_a_clear_error(tmp_path: Path) -> None:
-    (tmp_path / "bad.toml").write_text(textwrap.dedent("""
+    (tmp_path / "bad.toml").write_text(
+        textwrap.dedent("""
         [kernels.x]
         kind = "nope"
-    """))
+    """)
+    )
     proc = _matrix(tmp_path, "ci", "github", "--catalog", "bad.toml")
     assert proc.returncode == 2 and "kind 'nope'" in proc.stderr

@@ -81,7 +81,7 @@ def test_pytest_kernel_runs_the_tests_in_the_guest(tmp_path: Path) -> None:
     assert "# XFAIL TCP PLB" in text
 
 
-FAILING = '''
+FAILING = """
 import os
 
 
@@ -96,7 +96,7 @@ def test_passes_in_the_guest():
 def test_fails_in_the_guest():
     half = 21
     assert twice(half) == 43, "a real failure inside the guest"
-'''
+"""
 
 
 def test_a_guest_failure_reaches_the_host_report_with_its_traceback(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_a_guest_failure_reaches_the_host_report_with_its_traceback(tmp_path: Pa
     assert "1 failed, 1 passed" in proc.stdout
     traceback = [
         "    def test_fails_in_the_guest():",
-        ">       assert twice(half) == 43, \"a real failure inside the guest\"",
+        '>       assert twice(half) == 43, "a real failure inside the guest"',
         "E       AssertionError: a real failure inside the guest",
         "E       assert 42 == 43",
         "E        +  where 42 = twice(21)",
@@ -132,7 +132,7 @@ def test_a_guest_failure_reaches_the_host_report_with_its_traceback(tmp_path: Pa
     assert "# E       AssertionError: a real failure inside the guest" in ktap.read_text()
 
 
-DEMO = '''
+DEMO = """
 import os
 import pytest
 
@@ -156,7 +156,7 @@ def test_c_panics():
 
 def test_d_never_runs():
     pass
-'''
+"""
 
 
 def test_matrix_reports_failure_panic_and_bogus_image(tmp_path: Path) -> None:
@@ -166,7 +166,8 @@ def test_matrix_reports_failure_panic_and_bogus_image(tmp_path: Path) -> None:
     bogus = tmp_path / "bogus-bzImage"
     bogus.write_bytes(os.urandom(4096))
     catalog = tmp_path / "matrix.toml"
-    catalog.write_text(textwrap.dedent(f"""
+    catalog.write_text(
+        textwrap.dedent(f"""
         [kernels."{KERNEL}"]
         kind = "debian"
         suite = "bookworm"
@@ -174,7 +175,8 @@ def test_matrix_reports_failure_panic_and_bogus_image(tmp_path: Path) -> None:
         [kernels.bogus]
         kind = "path"
         image = "{bogus}"
-    """))
+    """)
+    )
     out = tmp_path / "out"
     proc = subprocess.run(
         [str(REPO_ROOT / "scripts/matrix"), "--catalog", str(catalog), "--output", str(out),

@@ -23,8 +23,14 @@ UDP_SCRIPT = """\
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(engine_command() + list(args), capture_output=True, text=True,
-                          timeout=60, cwd=cwd, check=False)
+    return subprocess.run(
+        engine_command() + list(args),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        check=False,
+    )
 
 
 def script(tmp_path: Path, text: str, name: str = "t.pkt") -> Path:
@@ -52,8 +58,10 @@ def test_packet_mismatch_exit_status_and_format(tmp_path: Path) -> None:
     done = run(str(path))
     assert done.returncode == 1
     lines = done.stderr.splitlines()
-    assert lines[0] == (f"{path}:9: error handling packet: live packet field tos: "
-                        "expected: 16 (0x10) vs actual: 0 (0x0)")
+    assert lines[0] == (
+        f"{path}:9: error handling packet: live packet field tos: "
+        "expected: 16 (0x10) vs actual: 0 (0x0)"
+    )
     assert lines[1].startswith("script packet: ") and lines[1].endswith(" udp (10)")
     assert lines[2].startswith("actual packet: ") and lines[2].endswith(" udp (10)")
 
@@ -63,16 +71,16 @@ def test_pcap_holds_every_packet(tmp_path: Path) -> None:
     done = run(f"--pcap={pcap}", str(script(tmp_path, UDP_SCRIPT)))
     assert done.returncode == 0, done.stderr
     lengths = sorted(len(p) for p in rdpcap(str(pcap)))
-    assert 38 in lengths and 128 in lengths        # our 10-byte reply, the injected 100 bytes
+    assert 38 in lengths and 128 in lengths  # our 10-byte reply, the injected 100 bytes
 
 
 def test_parse_error_runs_nothing(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    path = script(tmp_path, f"`touch {marker}`\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
-                            "+0 frob\n")
+    path = script(
+        tmp_path, f"`touch {marker}`\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 frob\n"
+    )
     done = run(str(path))
-    assert (done.returncode, done.stderr) == (1, f"{path}:4: parse error at '': syntax "
-                                                 "error\n")
+    assert (done.returncode, done.stderr) == (1, f"{path}:4: parse error at '': syntax error\n")
     assert not marker.exists()
 
 
@@ -88,8 +96,9 @@ def test_usage_errors(tmp_path: Path) -> None:
 
 def test_missing_file_and_unsupported_modes(tmp_path: Path) -> None:
     done = run(str(tmp_path / "nope.pkt"))
-    assert done.stderr == (f"parse error: stat() of script file '{tmp_path / 'nope.pkt'}': "
-                           "No such file or directory\n")
+    assert done.stderr == (
+        f"parse error: stat() of script file '{tmp_path / 'nope.pkt'}': No such file or directory\n"
+    )
     done = run("--wire_client", str(script(tmp_path, UDP_SCRIPT)))
     assert done.returncode == 1 and "wire mode (--wire_client) is not supported" in done.stderr
 
@@ -110,8 +119,9 @@ def test_first_failure_ends_a_multi_script_run(tmp_path: Path) -> None:
 def test_each_run_has_its_own_namespace(tmp_path: Path) -> None:
     """Commands see tun0 (ours) and nothing of the caller's namespace; nothing is left."""
     before = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    path = script(tmp_path, "0 `ip -o link | grep -q tun0 && ! ip -o link | grep -qv "
-                            "-e tun0 -e ': lo:'`\n")
+    path = script(
+        tmp_path, "0 `ip -o link | grep -q tun0 && ! ip -o link | grep -qv -e tun0 -e ': lo:'`\n"
+    )
     done = run(str(path))
     assert done.returncode == 0, done.stderr
     assert subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout == before
@@ -125,9 +135,15 @@ def test_console_script_is_installed() -> None:
 
 def test_a_23_digit_integer_is_upstreams_range_error(tmp_path: Path) -> None:
     """It saturates like upstream's atoll() and fails the 32-bit check, in upstream's words."""
-    path = script(tmp_path, "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
-                            "+0 read(3, ..., 12345678901234567890123) = 0\n")
+    path = script(
+        tmp_path,
+        "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
+        "+0 read(3, ..., 12345678901234567890123) = 0\n",
+    )
     done = run(str(path))
-    assert (done.returncode, done.stderr) == (1, f"{path}:2: runtime error in read call: Value "
-                                                 "out of range for 32-bit integer: "
-                                                 "9223372036854775807\n")
+    assert (done.returncode, done.stderr) == (
+        1,
+        f"{path}:2: runtime error in read call: Value "
+        "out of range for 32-bit integer: "
+        "9223372036854775807\n",
+    )

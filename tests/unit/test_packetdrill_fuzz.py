@@ -17,8 +17,9 @@ from packetdrill.variants import VARIANTS, variant_options, variants_for
 
 CORPUS = corpus_scripts(Path(__file__).parents[1])
 TEXTS = [path.read_text(encoding="latin-1") for path in CORPUS]
-_SETTINGS = settings(max_examples=300, deadline=None, database=None,
-                     suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(
+    max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @_SETTINGS
@@ -34,8 +35,9 @@ def test_random_token_soup_never_crashes(pieces: list[str]) -> None:
 
 
 @settings(_SETTINGS, max_examples=1000)
-@given(st.sampled_from(TEXTS), st.sampled_from([None, *VARIANTS]),
-       st.randoms(use_true_random=False))
+@given(
+    st.sampled_from(TEXTS), st.sampled_from([None, *VARIANTS]), st.randoms(use_true_random=False)
+)
 def test_corpus_mutants_never_crash(text: str, variant: str | None, rng: random.Random) -> None:
     check(mutate(text, rng, TEXTS), variant_options(variant) if variant else [])
 
@@ -43,10 +45,12 @@ def test_corpus_mutants_never_crash(text: str, variant: str | None, rng: random.
 def test_deep_nesting_and_huge_numbers_are_located_errors() -> None:
     """The two crashes this file was extended for, pinned."""
     head = "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
-    for body in ("+0 setsockopt(3, 0, 0, " + "{" * 500 + "}" * 500 + ", 4) = 0\n",
-                 "+0 poll(" + "[" * 5000 + ", 1, 0) = 0\n",
-                 "12345678901234567890123 close(3) = 0\n",
-                 "1" + "0" * 400 + ".5 close(3) = 0\n"):
+    for body in (
+        "+0 setsockopt(3, 0, 0, " + "{" * 500 + "}" * 500 + ", 4) = 0\n",
+        "+0 poll(" + "[" * 5000 + ", 1, 0) = 0\n",
+        "12345678901234567890123 close(3) = 0\n",
+        "1" + "0" * 400 + ".5 close(3) = 0\n",
+    ):
         try:
             load_script("t.pkt", [], head + body)
         except ScriptError as err:

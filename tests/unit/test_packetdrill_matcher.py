@@ -43,20 +43,41 @@ def test_a_matching_packet_passes_and_win_is_optional() -> None:
         check("> P. 1:1001(1000) ack 1 win 600", live("> P. 1:1001(1000) ack 1 win 500"))
 
 
-@pytest.mark.parametrize("script_line, actual_line, message", [
-    ("> . 1:1(0) ack 1", "> . 1:1(0) ack 1 <nop,nop,TS val 1 ecr 2>",
-     "live packet field ipv4_total_length: expected: 40 (0x28) vs actual: 52 (0x34)"),
-    ("> F. 1:1(0) ack 1", "> . 1:1(0) ack 1",
-     "live packet field tcp_fin: expected: 1 (0x1) vs actual: 0 (0x0)"),
-    ("> . 2:2(0) ack 1", "> . 1:1(0) ack 1",
-     "live packet field tcp_seq: expected: 2 (0x2) vs actual: 1 (0x1)"),
-    ("> . 1:1(0) ack 5", "> . 1:1(0) ack 1",
-     "live packet field tcp_ack_seq: expected: 5 (0x5) vs actual: 1 (0x1)"),
-    ("> . 1:1(0) ack 1 <mss 1000>", "> . 1:1(0) ack 1 <mss 1460>",
-     "bad value in outbound TCP option (kind=2): expected: mss 1000 actual: mss 1460"),
-    ("> . 1:1(0) ack 1 <nop,nop,sack 1:2>", "> . 1:1(0) ack 1 <nop,nop,TS val 1 ecr 2>",
-     "bad outbound TCP options"),
-])
+@pytest.mark.parametrize(
+    "script_line, actual_line, message",
+    [
+        (
+            "> . 1:1(0) ack 1",
+            "> . 1:1(0) ack 1 <nop,nop,TS val 1 ecr 2>",
+            "live packet field ipv4_total_length: expected: 40 (0x28) vs actual: 52 (0x34)",
+        ),
+        (
+            "> F. 1:1(0) ack 1",
+            "> . 1:1(0) ack 1",
+            "live packet field tcp_fin: expected: 1 (0x1) vs actual: 0 (0x0)",
+        ),
+        (
+            "> . 2:2(0) ack 1",
+            "> . 1:1(0) ack 1",
+            "live packet field tcp_seq: expected: 2 (0x2) vs actual: 1 (0x1)",
+        ),
+        (
+            "> . 1:1(0) ack 5",
+            "> . 1:1(0) ack 1",
+            "live packet field tcp_ack_seq: expected: 5 (0x5) vs actual: 1 (0x1)",
+        ),
+        (
+            "> . 1:1(0) ack 1 <mss 1000>",
+            "> . 1:1(0) ack 1 <mss 1460>",
+            "bad value in outbound TCP option (kind=2): expected: mss 1000 actual: mss 1460",
+        ),
+        (
+            "> . 1:1(0) ack 1 <nop,nop,sack 1:2>",
+            "> . 1:1(0) ack 1 <nop,nop,TS val 1 ecr 2>",
+            "bad outbound TCP options",
+        ),
+    ],
+)
 def test_first_difference_is_reported(script_line: str, actual_line: str, message: str) -> None:
     with pytest.raises(RuntimeFailure) as info:
         check(script_line, live(actual_line))
@@ -74,9 +95,9 @@ def test_tso_fragments_merge_into_one_segment() -> None:
     merged = merge([first, second])
     assert isinstance(merged.l4, TcpHeader)
     assert (merged.l4.seq, len(merged.payload), merged.inner_ip.length) == (ISN + 1, 2000, 2040)
-    check("> P. 1:2001(2000) ack 1", merged)                     # PSH comes from the last
-    assert fragment_problem(first, live("> . 1501:2501(1000) ack 1"), 1000)   # a gap
-    assert fragment_problem(first, live("> . 1001:2001(1000) ack 7"), 1000)   # ack changed
+    check("> P. 1:2001(2000) ack 1", merged)  # PSH comes from the last
+    assert fragment_problem(first, live("> . 1501:2501(1000) ack 1"), 1000)  # a gap
+    assert fragment_problem(first, live("> . 1001:2001(1000) ack 7"), 1000)  # ack changed
 
 
 def test_syn_sets_the_isn_pair_and_later_seqs_are_relative() -> None:
@@ -94,8 +115,11 @@ def test_syn_sets_the_isn_pair_and_later_seqs_are_relative() -> None:
 def test_outer_addresses_and_ttl_of_an_encapsulated_packet_are_checked() -> None:
     wanted = "> ipv4 (ttl 3) 10.0.0.1 > 10.0.0.2: . 1:1(0) ack 1"
     check(wanted, live(wanted))
-    with pytest.raises(RuntimeFailure, match=r"layer 0 addresses: expected: 10.0.0.1 > "
-                                             r"10.0.0.2 vs actual: 10.0.0.1 > 10.0.0.9"):
+    with pytest.raises(
+        RuntimeFailure,
+        match=r"layer 0 addresses: expected: 10.0.0.1 > "
+        r"10.0.0.2 vs actual: 10.0.0.1 > 10.0.0.9",
+    ):
         check(wanted, live(wanted.replace("10.0.0.2", "10.0.0.9")))
     with pytest.raises(RuntimeFailure, match=r"ipv4_ttl: expected: 3 .* actual: 4"):
         check(wanted, live(wanted.replace("ttl 3", "ttl 4")))

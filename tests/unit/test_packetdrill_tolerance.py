@@ -21,17 +21,21 @@ from packetdrill.tolerance import (
 
 pytest_plugins = ["pytester"]
 SLACK = Tolerance().with_slack(20_000, "calibrated")
-LATE_INJECTION = ("c02.pkt:26: timing error: expected inbound packet at 0.201281 sec but "
-                  "happened at 0.216819 sec; tolerance 0.012526 sec")
+LATE_INJECTION = (
+    "c02.pkt:26: timing error: expected inbound packet at 0.201281 sec but "
+    "happened at 0.216819 sec; tolerance 0.012526 sec"
+)
 EARLY_RTO = Path(__file__).parents[1] / "packetdrill" / "negative" / "early-rto.pkt"
 # The reference binary the project is checked against (built outside the repo), if present.
-REFERENCE = os.environ.get("PACKETDRILL_REFERENCE", os.path.expanduser(
-    "~/.cache/netregress/packetdrill-src/gtests/net/packetdrill/packetdrill"))
+REFERENCE = os.environ.get(
+    "PACKETDRILL_REFERENCE",
+    os.path.expanduser("~/.cache/netregress/packetdrill-src/gtests/net/packetdrill/packetdrill"),
+)
 
 
 def test_base_is_upstreams_rule() -> None:
-    assert Tolerance().base(0) == 4000                 # tolerance_usecs
-    assert Tolerance().base(1_000_000) == 125_000      # 12.5 % of the gap
+    assert Tolerance().base(0) == 4000  # tolerance_usecs
+    assert Tolerance().base(1_000_000) == 125_000  # 12.5 % of the gap
     assert Tolerance(usecs=10_000, percent=0).base(1_000_000) == 10_000
 
 
@@ -54,12 +58,13 @@ def test_the_window_is_what_judge_accepts() -> None:
     accepted (gap 100 ms: base 12.5 ms; slack 20 ms on the late side only)."""
     first, last = SLACK.window(100_000, 150_000, 100_000)
     assert (first, last) == (87_500, 182_500)
-    assert [SLACK.judge(100_000, 150_000, t, 100_000)[0] for t in
-            (first - 1, first, last, last + 1)] == ["early", "", "", "late"]
+    assert [
+        SLACK.judge(100_000, 150_000, t, 100_000)[0] for t in (first - 1, first, last, last + 1)
+    ] == ["early", "", "", "late"]
 
 
 def test_the_sniff_timeout_covers_the_slack() -> None:
-    assert Tolerance().receive_timeout(300_000) == 2.0        # upstream: whole seconds + 2
+    assert Tolerance().receive_timeout(300_000) == 2.0  # upstream: whole seconds + 2
     assert SLACK.receive_timeout(1_500_000) == 3.02
 
 
@@ -70,12 +75,12 @@ def test_a_run_reports_its_tolerance_and_the_runners_slack(tmp_path: Path) -> No
     script.write_text("--tolerance_usecs=7000\n0 `true`\n")
     result = run_isolated(Backend("builtin"), str(script), [], SLACK)
     assert result.passed, result.message
-    assert result.tolerance == Tolerance(7000, late_slack_usecs=20_000, base_from="script",
-                                         slack_from="calibrated")
+    assert result.tolerance == Tolerance(
+        7000, late_slack_usecs=20_000, base_from="script", slack_from="calibrated"
+    )
     result = run_isolated(Backend("builtin"), str(script), [("tolerance_late_usecs", "5")])
     assert result.tolerance.with_slack(0, "none") == Tolerance(7000, base_from="script")
-    assert (result.tolerance.late_slack_usecs, result.tolerance.slack_from) == (
-        5, "command line")
+    assert (result.tolerance.late_slack_usecs, result.tolerance.slack_from) == (5, "command line")
 
 
 def test_scale_means_late_slack_in_default_tolerance_steps() -> None:
@@ -83,49 +88,90 @@ def test_scale_means_late_slack_in_default_tolerance_steps() -> None:
 
 
 def test_calibrated_slack_grows_with_what_was_measured() -> None:
-    assert slack_from(500, 0.8) == 0                   # a quiet, fast host needs none
-    assert slack_from(500, 12.0) == 22_000             # TCG-like CPU slowdown
-    assert slack_from(7_000, 1.0) == 5_000             # wake-ups 7 ms late at p99
+    assert slack_from(500, 0.8) == 0  # a quiet, fast host needs none
+    assert slack_from(500, 12.0) == 22_000  # TCG-like CPU slowdown
+    assert slack_from(7_000, 1.0) == 5_000  # wake-ups 7 ms late at p99
     assert slack_from(10**9, 10**6) == MAX_SLACK_USECS
 
 
-@pytest.mark.parametrize("result, tolerance, verdict", [
-    (RunResult("s", True), SLACK, "clean"),
-    (RunResult("s", True, late_usecs=12_000), SLACK, "widened"),
-    (RunResult("s", True, late_usecs=LATE_BOUND_USECS + 1), Tolerance().with_slack(10**5, "x"),
-     "not-checkable"),
-    (RunResult("s", False, timing_error="early"), Tolerance().with_slack(10**5, "x"), "failed"),
-    # later than the measured slack explains, and the slack is within the bound: a failure
-    (RunResult("s", False, timing_error="late", late_error_usecs=25_000), SLACK, "failed"),
-    # the machine needs more slack than the bound: a late event proves nothing
-    (RunResult("s", False, timing_error="late", late_error_usecs=300_000),
-     Tolerance().with_slack(50_000, "x"), "not-checkable"),
-    # the upstream binary ran with base tolerance only; its late failure fits the slack
-    (RunResult("s", False, backend="upstream", timing_error="late", late_error_usecs=15_000),
-     SLACK, "not-checkable"),
-    (RunResult("s", False, timing_error="late", late_error_usecs=1), Tolerance(), "failed"),
-    (RunResult("s", False, message="wrong flags"), SLACK, "failed"),
-    # the engine itself acted late (it injects, it starts calls): the machine stalled
-    (RunResult("s", False, timing_error="late", late_error_usecs=3_000, message=LATE_INJECTION),
-     Tolerance(), "not-checkable"),
-    (RunResult("s", False, timing_error="late", late_error_usecs=3_000,
-               message=LATE_INJECTION.replace("inbound packet", "system call start")),
-     Tolerance(), "not-checkable"),
-    # ... but the kernel's own late packet, or an early injection, stays a failure
-    (RunResult("s", False, timing_error="late", late_error_usecs=3_000,
-               message=LATE_INJECTION.replace("inbound packet", "outbound packet")),
-     Tolerance(), "failed"),
-    (RunResult("s", False, timing_error="early", message=LATE_INJECTION), Tolerance(), "failed"),
-])
+@pytest.mark.parametrize(
+    "result, tolerance, verdict",
+    [
+        (RunResult("s", True), SLACK, "clean"),
+        (RunResult("s", True, late_usecs=12_000), SLACK, "widened"),
+        (
+            RunResult("s", True, late_usecs=LATE_BOUND_USECS + 1),
+            Tolerance().with_slack(10**5, "x"),
+            "not-checkable",
+        ),
+        (RunResult("s", False, timing_error="early"), Tolerance().with_slack(10**5, "x"), "failed"),
+        # later than the measured slack explains, and the slack is within the bound: a failure
+        (RunResult("s", False, timing_error="late", late_error_usecs=25_000), SLACK, "failed"),
+        # the machine needs more slack than the bound: a late event proves nothing
+        (
+            RunResult("s", False, timing_error="late", late_error_usecs=300_000),
+            Tolerance().with_slack(50_000, "x"),
+            "not-checkable",
+        ),
+        # the upstream binary ran with base tolerance only; its late failure fits the slack
+        (
+            RunResult("s", False, backend="upstream", timing_error="late", late_error_usecs=15_000),
+            SLACK,
+            "not-checkable",
+        ),
+        (RunResult("s", False, timing_error="late", late_error_usecs=1), Tolerance(), "failed"),
+        (RunResult("s", False, message="wrong flags"), SLACK, "failed"),
+        # the engine itself acted late (it injects, it starts calls): the machine stalled
+        (
+            RunResult(
+                "s", False, timing_error="late", late_error_usecs=3_000, message=LATE_INJECTION
+            ),
+            Tolerance(),
+            "not-checkable",
+        ),
+        (
+            RunResult(
+                "s",
+                False,
+                timing_error="late",
+                late_error_usecs=3_000,
+                message=LATE_INJECTION.replace("inbound packet", "system call start"),
+            ),
+            Tolerance(),
+            "not-checkable",
+        ),
+        # ... but the kernel's own late packet, or an early injection, stays a failure
+        (
+            RunResult(
+                "s",
+                False,
+                timing_error="late",
+                late_error_usecs=3_000,
+                message=LATE_INJECTION.replace("inbound packet", "outbound packet"),
+            ),
+            Tolerance(),
+            "failed",
+        ),
+        (
+            RunResult("s", False, timing_error="early", message=LATE_INJECTION),
+            Tolerance(),
+            "failed",
+        ),
+    ],
+)
 def test_judge_run(result: RunResult, tolerance: Tolerance, verdict: str) -> None:
     assert judge_run(result, tolerance).verdict == verdict
 
 
 def test_upstream_timing_errors_are_classified() -> None:
-    early = ("s.pkt:18: error handling packet: timing error: expected outbound packet in "
-             "relative time range +1.000000~+2.000000 sec but happened at +0.307000 sec")
-    late = ("s.pkt:12: error handling packet: timing error: expected outbound packet at "
-            "0.300000 sec but happened at 0.350000 sec; tolerance 0.025000 sec")
+    early = (
+        "s.pkt:18: error handling packet: timing error: expected outbound packet in "
+        "relative time range +1.000000~+2.000000 sec but happened at +0.307000 sec"
+    )
+    late = (
+        "s.pkt:12: error handling packet: timing error: expected outbound packet at "
+        "0.300000 sec but happened at 0.350000 sec; tolerance 0.025000 sec"
+    )
     ranged = early.replace("+0.307000", "+2.010000")
     assert classify_message(early, Tolerance()) == ("early", 0)
     assert classify_message(late, Tolerance()) == ("late", 25_000)
@@ -137,8 +183,11 @@ def test_record_round_trips_and_says_what_happened() -> None:
     record = TimingRecord("widened", 12_300, SLACK)
     assert TimingRecord.from_json(record.to_json()) == record
     assert record.summary() == "needed widening: +12.3 ms late"
-    assert TimingRecord("not-checkable", 40_000, SLACK).summary().startswith(
-        "timing not checkable on this machine: +40.0 ms late")
+    assert (
+        TimingRecord("not-checkable", 40_000, SLACK)
+        .summary()
+        .startswith("timing not checkable on this machine: +40.0 ms late")
+    )
 
 
 def test_a_widened_pass_is_reported_distinctly(pytester: pytest.Pytester) -> None:
@@ -153,30 +202,39 @@ def test_a_widened_pass_is_reported_distinctly(pytester: pytest.Pytester) -> Non
     """)
     result = pytester.runpytest("-v", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines([
-        "*::test_widened PASSED~ (needed widening: +12.3 ms late)*",
-        "*::test_clean PASSED*",
-        "PASSED~ *::test_widened: passed (needed widening: +12.3 ms late; base 4000 us / 12.5% "
-        "(default), late slack +20.0 ms (calibrated), bound +30 ms)",
-        "1 passed only with late-side slack*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*::test_widened PASSED~ (needed widening: +12.3 ms late)*",
+            "*::test_clean PASSED*",
+            "PASSED~ *::test_widened: passed (needed widening: +12.3 ms late; base 4000 us / 12.5% "
+            "(default), late slack +20.0 ms (calibrated), bound +30 ms)",
+            "1 passed only with late-side slack*",
+        ]
+    )
 
 
 @pytest.mark.parametrize("scale", ["1", "6", "50"])
 def test_an_early_rto_fails_at_every_scale(pytester: pytest.Pytester, scale: str) -> None:
     """The kernel retransmits ~0.3 s after the send; the script wants +1~+2 s. However much
     late slack is forced, the run must fail on timing (its expect-fail header then passes)."""
-    result = pytester.runpytest(str(EARLY_RTO), f"--tolerance-scale={scale}", "-p",
-                                "no:cacheprovider")
+    result = pytester.runpytest(
+        str(EARLY_RTO), f"--tolerance-scale={scale}", "-p", "no:cacheprovider"
+    )
     _failed_on_timing(result)
 
 
 @pytest.mark.skipif(not os.access(REFERENCE, os.X_OK), reason="no reference packetdrill binary")
 @pytest.mark.parametrize("scale", ["1", "50"])
-def test_an_early_rto_fails_under_the_upstream_binary(pytester: pytest.Pytester,
-                                                       scale: str) -> None:
-    result = pytester.runpytest(str(EARLY_RTO), f"--packetdrill={REFERENCE}",
-                                f"--tolerance-scale={scale}", "-p", "no:cacheprovider")
+def test_an_early_rto_fails_under_the_upstream_binary(
+    pytester: pytest.Pytester, scale: str
+) -> None:
+    result = pytester.runpytest(
+        str(EARLY_RTO),
+        f"--packetdrill={REFERENCE}",
+        f"--tolerance-scale={scale}",
+        "-p",
+        "no:cacheprovider",
+    )
     _failed_on_timing(result)
 
 
@@ -206,17 +264,21 @@ LATE_RTO = """\
 """
 
 
-@pytest.mark.parametrize("scale, outcome", [("1", "failed"), ("6", "failed"),
-                                            ("101", "xfailed")])
+@pytest.mark.parametrize("scale, outcome", [("1", "failed"), ("6", "failed"), ("101", "xfailed")])
 def test_lateness_beyond_the_bound_is_not_checkable_never_a_pass(
-        pytester: pytest.Pytester, scale: str, outcome: str) -> None:
+    pytester: pytest.Pytester, scale: str, outcome: str
+) -> None:
     """~250 ms late: a failure while the slack is small; with 400 ms of slack the run would
     pass, but lateness above the bound is reported as not checkable on this machine."""
     pytester.makefile(".pkt", **{"late-rto": LATE_RTO})
     result = pytester.runpytest(f"--tolerance-scale={scale}", "-rx", "-p", "no:cacheprovider")
     result.assert_outcomes(**{outcome: 1})
-    result.stdout.fnmatch_lines(["*timing not checkable on this machine: +2??.? ms late*"]
-                                if outcome == "xfailed" else
-                                ["*:11: error handling packet: timing error: expected outbound "
-                                 "packet in relative time range +0.000000~+0.050000 sec but "
-                                 "happened at +0.*"])
+    result.stdout.fnmatch_lines(
+        ["*timing not checkable on this machine: +2??.? ms late*"]
+        if outcome == "xfailed"
+        else [
+            "*:11: error handling packet: timing error: expected outbound "
+            "packet in relative time range +0.000000~+0.050000 sec but "
+            "happened at +0.*"
+        ]
+    )

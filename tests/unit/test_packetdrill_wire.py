@@ -33,7 +33,7 @@ def test_inbound_tcp_is_mapped_and_checksummed() -> None:
     assert len(tcp.payload) == 1000 and bytes(tcp.payload) == bytes(1000)
     rebuilt = IP(bytes(IP(raw)))
     del rebuilt.chksum, rebuilt[TCP].chksum
-    assert bytes(IP(bytes(rebuilt))) == raw     # scapy computes the same checksums
+    assert bytes(IP(bytes(rebuilt))) == raw  # scapy computes the same checksums
 
 
 def test_udp_and_icmpv6_checksums_match_scapy() -> None:
@@ -62,7 +62,7 @@ def test_decode_roundtrip_and_dump_format() -> None:
     assert dump(decoded, show_win=False) == "S. 0:0(0) ack 1 <mss 1460,nop,nop,sackOK,nop,wscale 8>"
     action, cfg = packet_line("> . 1:1(0) ack 1")
     bare = build(action, cfg, Conn(6, 8080, 40000), inbound=False)
-    assert dump(bare, show_win=False) == ". 1:1(0) ack 1 "      # upstream's trailing space
+    assert dump(bare, show_win=False) == ". 1:1(0) ack 1 "  # upstream's trailing space
 
 
 def test_ace_and_ecn_flag_dumps() -> None:
@@ -76,10 +76,15 @@ def test_encapsulated_dump_and_layers() -> None:
     action, cfg = packet_line("< ipv4 192.0.2.1 > 192.168.0.1: gre: udp (10)")
     packet = build(action, cfg, Conn(17, 8080, 4000), inbound=True)
     decoded = decode(encode(packet))
-    assert decoded is not None and [type(h).__name__ for h in decoded.headers] == \
-        ["IpHeader", "GreHeader", "IpHeader", "UdpHeader"]
-    assert dump(decoded).startswith("ipv4 192.0.2.1 > 192.168.0.1: gre flags 0x0 proto 0x0800: "
-                                    "udp (10)")
+    assert decoded is not None and [type(h).__name__ for h in decoded.headers] == [
+        "IpHeader",
+        "GreHeader",
+        "IpHeader",
+        "UdpHeader",
+    ]
+    assert dump(decoded).startswith(
+        "ipv4 192.0.2.1 > 192.168.0.1: gre flags 0x0 proto 0x0800: udp (10)"
+    )
 
 
 def test_address_defaults_per_family() -> None:
@@ -91,11 +96,14 @@ def test_address_defaults_per_family() -> None:
     assert cfg.local_ip.startswith("192.168.") and cfg.remote_prefix == 24
 
 
-@pytest.mark.parametrize("text", [
-    "> S. 0:0(0) ack 1 <ECN e0b 1 ceb 2 e1b 3,nop,FOEXP 0011223344556677>",
-    "> . 1:1(0) ack 1 <md5 000102030405060708090a0b0c0d0e0f,nop,nop>",
-    "> S 0:0(0) <mss 1460,sackOK,TS val 1 ecr 0,nop,wscale 8,FO,nop,nop>",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "> S. 0:0(0) ack 1 <ECN e0b 1 ceb 2 e1b 3,nop,FOEXP 0011223344556677>",
+        "> . 1:1(0) ack 1 <md5 000102030405060708090a0b0c0d0e0f,nop,nop>",
+        "> S 0:0(0) <mss 1460,sackOK,TS val 1 ecr 0,nop,wscale 8,FO,nop,nop>",
+    ],
+)
 def test_less_common_options_roundtrip(text: str) -> None:
     action, cfg = packet_line(text)
     packet = build(action, cfg, Conn(6, 8080, 40000), inbound=False)
@@ -105,10 +113,14 @@ def test_less_common_options_roundtrip(text: str) -> None:
 
 
 def test_mpls_and_explicit_gre_prefixes_encode_what_they_say() -> None:
-    action, cfg = packet_line("< ipv4 192.0.2.1 > 192.168.0.1: gre flags [key present, "
-                              "sequence# present] sum 0 off 0 key=7 seq 9: "
-                              "mpls (label 16, tc 1, [S], ttl 64): udp (4)")
+    action, cfg = packet_line(
+        "< ipv4 192.0.2.1 > 192.168.0.1: gre flags [key present, "
+        "sequence# present] sum 0 off 0 key=7 seq 9: "
+        "mpls (label 16, tc 1, [S], ttl 64): udp (4)"
+    )
     decoded = decode(encode(build(action, cfg, Conn(17, 8080, 4000), inbound=True)))
     assert decoded is not None
-    assert dump(decoded) == ("ipv4 192.0.2.1 > 192.168.0.1: gre flags 0x3000 proto 0x8847 "
-                             "key 0x7 seq 9: mpls (label 16, tc 1, [S], ttl 64): udp (4)")
+    assert dump(decoded) == (
+        "ipv4 192.0.2.1 > 192.168.0.1: gre flags 0x3000 proto 0x8847 "
+        "key 0x7 seq 9: mpls (label 16, tc 1, [S], ttl 64): udp (4)"
+    )

@@ -20,12 +20,14 @@ ENGINE = Backend("builtin")
 REMOTE = "192.0.2.1"  # the engine's default remote; the local address is random
 
 
-@pytest.mark.parametrize("script", ["tcp/passive-open-close.pkt",
-                                    "tcp/active-open-nonblocking.pkt"])
+@pytest.mark.parametrize(
+    "script", ["tcp/passive-open-close.pkt", "tcp/active-open-nonblocking.pkt"]
+)
 def test_round_trip_replays_green(tmp_path: Path, script: str) -> None:
     pcap = tmp_path / "original.pcap"
-    original = run_isolated(ENGINE, str(CORPUS / script),
-                            [("ip_version", "ipv4"), ("pcap", str(pcap))])
+    original = run_isolated(
+        ENGINE, str(CORPUS / script), [("ip_version", "ipv4"), ("pcap", str(pcap))]
+    )
     assert original.passed, original.message
     shutil.copy(CORPUS / "defaults.sh", tmp_path / "defaults.sh")
     generated = tmp_path / "generated.pkt"

@@ -7,13 +7,28 @@ import pytest
 
 
 def test_without_privileges_only_namespace_tests_error(tmp_path) -> None:
-    (tmp_path / "test_x.py").write_text("def test_x(ns):\n    pass\n"
-                                        "def test_parser():\n    pass\n")
+    (tmp_path / "test_x.py").write_text("def test_x(ns):\n    pass\ndef test_parser():\n    pass\n")
     # uid 0 but with every capability dropped: what a container without CAP_NET_ADMIN sees.
-    done = subprocess.run(["setpriv", "--inh-caps=-all", "--bounding-set=-all",
-                           sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "netns.pytest_plugin", str(tmp_path / "test_x.py")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            "setpriv",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "netns.pytest_plugin",
+            str(tmp_path / "test_x.py"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     out = done.stdout + done.stderr
     assert done.returncode != 0
     assert "1 passed, 1 error" in out
@@ -76,8 +91,10 @@ def test_plugins_read_the_vm_kernel_from_the_stash(pytester: pytest.Pytester) ->
     """)
     pytester.makepyfile("def test_x():\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines([
-        "packetdrill: builtin engine; timing calibrated inside the VM guest",
-        "*netregress summary (kernel bookworm-6.1, in a VM)*",
-    ])
-    assert "netregress: kernel" not in result.stdout.str()   # no probe of this host
+    result.stdout.fnmatch_lines(
+        [
+            "packetdrill: builtin engine; timing calibrated inside the VM guest",
+            "*netregress summary (kernel bookworm-6.1, in a VM)*",
+        ]
+    )
+    assert "netregress: kernel" not in result.stdout.str()  # no probe of this host

@@ -47,8 +47,11 @@ def _wait_dead(pid: int, timeout: float = 5) -> bool:
 
 def _sigkilled_runner(mode: str, ns: str = "", records: Path | None = None) -> tuple[int, int]:
     """Start _RUNNER, SIGKILL it once its child runs; returns (runner PID, child PID)."""
-    runner = subprocess.Popen([sys.executable, "-c", _RUNNER, mode, ns, str(records or "")],
-                              stdout=subprocess.PIPE, text=True)
+    runner = subprocess.Popen(
+        [sys.executable, "-c", _RUNNER, mode, ns, str(records or "")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert runner.stdout is not None
     lines = [runner.stdout.readline() for _ in range(2 if mode == "cancel" else 1)]
     child = int(lines[0])
@@ -95,10 +98,15 @@ def test_stop_signals_only_its_own_child_and_only_once() -> None:
 
 
 def test_stop_escalates_to_sigkill_after_the_grace_period() -> None:
-    proc = process.Process([sys.executable, "-c",
-                            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                            "print('ready', flush=True); time.sleep(60)"],
-                           stdout=subprocess.PIPE)
+    proc = process.Process(
+        [
+            sys.executable,
+            "-c",
+            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "print('ready', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
     assert proc.stop(grace=0.2) == -9
 
@@ -164,4 +172,5 @@ def test_leftovers_are_our_names_with_a_dead_owner() -> None:
     names = [f"{dead}-a", f"{live}-b", "nrfoo-c", "lo", f"{dead}-d", f"x{dead}-e"]
     assert process.leftovers(names) == [f"{dead}-a", f"{dead}-d"]
     assert process.leftovers([f"{naming.PREFIX}{os.getpid()}s1-f"]) == [
-        f"{naming.PREFIX}{os.getpid()}s1-f"]  # our PID, another start time: a dead run's
+        f"{naming.PREFIX}{os.getpid()}s1-f"
+    ]  # our PID, another start time: a dead run's

@@ -7,7 +7,7 @@ import pytest
 
 from kernels.cli.soak import Run, Soak, main, render
 
-FLIPPING = '''
+FLIPPING = """
 from pathlib import Path
 
 STATE = Path(__file__).with_name("runs")
@@ -21,7 +21,7 @@ def test_flips():
     runs = int(STATE.read_text()) if STATE.exists() else 0
     STATE.write_text(str(runs + 1))
     assert runs % 2 == 0
-'''
+"""
 
 
 def _run(number: int) -> Run:
@@ -49,8 +49,19 @@ def test_a_flaky_test_is_flagged_end_to_end(tmp_path: Path, opted_in: None) -> N
     suite.mkdir()
     (suite / "test_flip.py").write_text(FLIPPING)
     out = tmp_path / "out"
-    status = main(["--runs", "3", "--workers", "0", "--note", "unit test", "--output", str(out),
-                   str(suite / "test_flip.py")])
+    status = main(
+        [
+            "--runs",
+            "3",
+            "--workers",
+            "0",
+            "--note",
+            "unit test",
+            "--output",
+            str(out),
+            str(suite / "test_flip.py"),
+        ]
+    )
     assert status == 1
     report = json.loads((out / "soak.json").read_text())
     flips = "test_flip.py::test_flips"
@@ -65,7 +76,8 @@ def test_a_flaky_test_is_flagged_end_to_end(tmp_path: Path, opted_in: None) -> N
     (["--runs", "0"], "--runs must be at least 1"),
     (["--runs", "1", "--kernels", "sid"], "--kernels needs --matrix"),
 ], ids=["no-runs", "kernels-without-matrix"])  # fmt: skip
-def test_bad_usage_is_a_clear_error(argv: list[str], message: str,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_usage_is_a_clear_error(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err

@@ -7,8 +7,9 @@ from netns.topology import Iface, Topology, Veth, build, shapes
 
 
 def test_unknown_host_rejected_before_building() -> None:
-    topo = Topology("bad", hosts={"a": {}},
-                    links=(Veth(Iface("a", "eth0"), Iface("ghost", "eth0")),))
+    topo = Topology(
+        "bad", hosts={"a": {}}, links=(Veth(Iface("a", "eth0"), Iface("ghost", "eth0")),)
+    )
     with pytest.raises(ValueError, match="unknown host.*ghost"):
         build(topo)
 

@@ -34,10 +34,22 @@ def parser() -> argparse.ArgumentParser:
     src.add_argument(
         "--tree", type=Path, metavar="DIR", help="a kernel source tree (e.g. a git checkout)"
     )
-    cli.add_argument("--patch", type=Path, action="append", default=[], metavar="FILE",
-                     help="apply this patch first (repeatable; --debian sources only)")
-    cli.add_argument("--config", type=Path, action="append", default=[], metavar="FRAGMENT",
-                     help="an extra config fragment merged after kernels/configs/netregress.config")
+    cli.add_argument(
+        "--patch",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="apply this patch first (repeatable; --debian sources only)",
+    )
+    cli.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FRAGMENT",
+        help="an extra config fragment merged after kernels/configs/netregress.config",
+    )
     cli.add_argument("--name", help="result name (default: the source id plus patch names)")
     cli.add_argument("--out", type=Path, metavar="DIR", help="result dir (default: in the cache)")
     cli.add_argument(
@@ -48,8 +60,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return run_cli("build-kernel", lambda: _build(args),
-                   interrupted="interrupted (the next build continues where this one stopped)")
+    return run_cli(
+        "build-kernel",
+        lambda: _build(args),
+        interrupted="interrupted (the next build continues where this one stopped)",
+    )
 
 
 def _build(args: argparse.Namespace) -> int:

@@ -59,8 +59,15 @@ class _Progress:
         return time.monotonic() - self.start
 
 
-def run_make(tree: Path, obj: Path, targets: list[str], log: Path, phase: str, jobs: int,
-             env: dict[str, str] | None = None) -> float:
+def run_make(
+    tree: Path,
+    obj: Path,
+    targets: list[str],
+    log: Path,
+    phase: str,
+    jobs: int,
+    env: dict[str, str] | None = None,
+) -> float:
     """`make -C tree O=obj targets` under nice; returns the seconds it took.
 
     Raises KernelsError with the last lines of the log (and its path) when make fails.

@@ -18,8 +18,11 @@ def read_response(conn: socket.socket, buffered: bytes) -> bytes:
             raise SystemExit("connection closed before a full header")
         buffered += chunk
     head, rest = buffered.split(b"\r\n\r\n", 1)
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length:"))
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
     while len(rest) < length:
         chunk = conn.recv(4096)
         if not chunk:

@@ -40,8 +40,10 @@ def main() -> None:
     addr, port, mode, body_path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     with open(body_path, "rb") as f:
         body = f.read()
-    header = (f"HTTP/1.1 200 OK\r\nServer: netregress\r\nContent-Type: text/plain\r\n"
-              f"Content-Length: {len(body)}\r\nConnection: keep-alive\r\n\r\n").encode()
+    header = (
+        f"HTTP/1.1 200 OK\r\nServer: netregress\r\nContent-Type: text/plain\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: keep-alive\r\n\r\n"
+    ).encode()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((addr, port))
