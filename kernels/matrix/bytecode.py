@@ -12,14 +12,17 @@ is: the guest then compiles as before, nothing fails.
 """
 
 import compileall
+import functools
 from pathlib import Path
 
 from kernels.paths import REPO_ROOT
 
 
+@functools.cache
 def precompile(root: Path = REPO_ROOT) -> None:
     """Compile every module of the checkout at `root`, skipping hidden folders and
-    virtualenvs (their packages were compiled when installed)."""
+    virtualenvs (their packages were compiled when installed). Once per process: every
+    kernel of a matrix run calls it, and the tree does not change during the run."""
     for entry in sorted(root.iterdir()):
         if entry.name.startswith(".") or (entry / "pyvenv.cfg").exists():
             continue
