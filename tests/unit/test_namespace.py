@@ -1,8 +1,11 @@
 """Namespace: unique names, isolation, commands, background processes, sysctls."""
 
+import errno
 import os
+import subprocess
 
 import pytest
+from pyroute2.netlink.exceptions import NetlinkError
 
 from netns import CmdError, Namespace
 from netregress import naming
@@ -68,3 +71,55 @@ def test_unknown_sysctl_is_a_command_error(ns: Namespace) -> None:
         ns.sysctl("net.ipv4.no_such_knob")
     with pytest.raises(CmdError, match=ns.name):
         ns.set_sysctls({"net.ipv4.no_such_knob": 1})
+
+
+def _netns_of_this_thread() -> str:
+    return os.readlink("/proc/thread-self/ns/net")
+
+
+def test_creating_a_namespace_leaves_the_callers_namespace_alone(ns_factory) -> None:
+    """Namespaces are made by a short-lived thread (netns/nsthread.py): the calling thread
+    stays where it was, and the new namespace is a different one."""
+    before = _netns_of_this_thread()
+    made = ns_factory("where")
+    assert _netns_of_this_thread() == before
+    assert os.stat(made.path).st_ino != os.stat("/proc/thread-self/ns/net").st_ino
+
+
+def test_tun_made_through_pyroute2_lands_in_the_namespace(ns: Namespace) -> None:
+    """pyroute2 makes tun devices itself (not the kernel's netlink): the device must still
+    appear in the namespace and never in the root namespace."""
+    name = f"tn{os.getpid() % 100000}"
+    try:
+        ns.add_tun(name)
+        assert name in ns.links()
+    finally:
+        misplaced = subprocess.run(["ip", "link", "show", name], capture_output=True)
+        if misplaced.returncode == 0:  # put the root namespace back before failing
+            subprocess.run(["ip", "link", "del", name], check=True)
+    assert misplaced.returncode != 0, f"{name} was made in the root namespace"
+
+
+def test_link_index_is_the_namespaces_own(ns_factory) -> None:
+    """Link.index asks the kernel through the namespace's own socket: it agrees with
+    ``ip link`` run inside, for a name the root namespace does not have."""
+    a, b = ns_factory("ia"), ns_factory("ib")
+    name = f"ix{os.getpid() % 100000}"
+    a.add_veth(name, b, "peer0")
+    for host, ifname in ((a, name), (b, "peer0")):
+        shown = host.run(["ip", "-o", "link", "show", ifname]).stdout
+        assert host.link(ifname).index == int(shown.split(":")[0])
+    assert subprocess.run(["ip", "link", "show", name], capture_output=True).returncode != 0
+
+
+@pytest.mark.parametrize("name", ["nosuch0", "", "x" * 16])
+def test_missing_link_index_is_a_lookup_error(ns: Namespace, name: str) -> None:
+    with pytest.raises(LookupError, match=ns.name):
+        _ = ns.link(name).index
+
+
+def test_kernel_refusal_surfaces_as_netlink_error_with_errno(veth_pair) -> None:
+    """Cases assert the kernel's errno: a knob the kernel refuses must not be masked."""
+    with pytest.raises(NetlinkError) as refused:
+        veth_pair["a"].link("eth0").set_mtu(1 << 20)
+    assert refused.value.code == errno.EINVAL
