@@ -1,9 +1,11 @@
 """Topologies: validation, feature checks before building, and each shipped shape working."""
 
+import json
+
 import pytest
 
 from netns import FeatureMissing, features
-from netns.topology import Iface, Topology, Veth, build, shapes
+from netns.topology import Bridge, Iface, Topology, Veth, build, shapes
 
 
 def test_unknown_host_rejected_before_building() -> None:
@@ -48,3 +50,29 @@ def test_teardown_removes_every_namespace() -> None:
     paths = [ns.path for ns in net.hosts.values()]
     net.close()
     assert not any(__import__("os").path.exists(p) for p in paths)
+
+
+@pytest.mark.parametrize("make", [shapes.pair, lambda: shapes.bridged(3), shapes.flannel_vxlan])
+def test_built_links_are_as_declared(topology, make) -> None:
+    """What ``ip`` shows inside each namespace matches the declaration: MTU, MAC, addresses,
+    up, and bridge ports enslaved and up (the builder sends fewer requests than knobs)."""
+    topo = make()
+    net = topology(topo)
+    for spec in topo.links:
+        for iface in spec.ifaces:
+            [shown] = json.loads(
+                net[iface.host].run(["ip", "-j", "addr", "show", "dev", iface.name]).stdout
+            )
+            where = f"{iface.host}/{iface.name}"
+            assert ("UP" in shown["flags"]) == iface.up, where
+            if iface.mtu:
+                assert shown["mtu"] == iface.mtu, where
+            if iface.mac:
+                assert shown["address"] == iface.mac, where
+            addrs = {f"{a['local']}/{a['prefixlen']}" for a in shown["addr_info"]}
+            assert set(iface.addrs) <= addrs, where
+        if isinstance(spec, Bridge):
+            host = net[spec.iface.host]
+            for port in spec.ports:
+                [shown] = json.loads(host.run(["ip", "-j", "link", "show", "dev", port]).stdout)
+                assert shown.get("master") == spec.iface.name and "UP" in shown["flags"], port
