@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import pytest
 
 from netns import Namespace
-from netns.counters import Delta, snapshot
+from netns.counters import Delta, moved
 from netns.traffic import (
     STDLIB_PYTHON,
     Exchange,
@@ -87,7 +87,7 @@ def echo_unless_csum_errors(a: Namespace, b: Namespace, watch: Delta) -> Exchang
     client = a.spawn(argv, stdout=subprocess.PIPE)
 
     def csum_errors() -> int:
-        return snapshot(b)["TcpInCsumErrors"] - watch.before["TcpInCsumErrors"]
+        return moved(b, "TcpInCsumErrors", watch.before)
 
     try:
         poll_until(lambda: not client.running() or csum_errors() > 0, deadline + 10, 0.2)
