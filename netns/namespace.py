@@ -1,6 +1,7 @@
 """A network namespace owned by this run: the unit every case builds on.
 
-Creation and deletion go through pyroute2; commands run inside with ``ip netns exec``.
+Creation and deletion go through pyroute2; commands run inside as if by ``ip netns exec``
+(entered without starting ``ip``: :mod:`netns.commands`, :class:`netregress.process.Process`).
 Everything a namespace starts or changes (background processes, sysctls) is undone by
 ``close()``, and every live namespace is closed at interpreter exit as well, so a failing
 test or a Ctrl-C cannot leave anything behind; a SIGKILL is handled by the reaper.
@@ -75,7 +76,7 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
     # --- sysctls -----------------------------------------------------------------------
     def sysctl(self, key: str) -> str:
         """Current value of a sysctl as seen from inside this namespace."""
-        return sysctls.read(self.name, self.path, key)
+        return sysctls.read(self.name, key)
 
     def set_sysctls(self, values: dict[str, str | int]) -> None:
         """Set several sysctls at once; the first value seen is restored on close.
@@ -86,12 +87,12 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
         for key in values:
             if key not in self._sysctl_saved:
                 self._sysctl_saved[key] = self.sysctl(key)
-        sysctls.write(self.name, self.path, {k: str(v) for k, v in values.items()})
+        sysctls.write(self.name, {k: str(v) for k, v in values.items()})
 
     def restore_sysctls(self) -> None:
         """Put back every sysctl changed through :meth:`set_sysctls`."""
         if self._sysctl_saved:
-            sysctls.write(self.name, self.path, self._sysctl_saved)
+            sysctls.write(self.name, self._sysctl_saved)
             self._sysctl_saved.clear()
 
     # --- links -------------------------------------------------------------------------

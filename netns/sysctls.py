@@ -9,17 +9,9 @@ ends: no other thread of the test ever changes namespace. Failures raise :class:
 worded like the ``sysctl`` command's, so callers and messages stay as they were.
 """
 
-import ctypes
-import os
-import threading
-from collections.abc import Callable
-from typing import TypeVar
+from netregress.process import in_netns
 
 from .errors import CmdError
-
-_CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
-T = TypeVar("T")
 
 
 def _path(key: str) -> str:
@@ -28,33 +20,7 @@ def _path(key: str) -> str:
     return "/proc/sys/" + (key if "/" in key else key.replace(".", "/"))
 
 
-def _in_netns(ns_path: str, work: Callable[[], T]) -> T:
-    """Run *work* in a fresh thread that first enters the namespace at *ns_path*."""
-    results: list[T] = []
-    errors: list[BaseException] = []
-
-    def enter_and_work() -> None:
-        try:
-            fd = os.open(ns_path, os.O_RDONLY)
-            try:
-                if _libc.setns(fd, _CLONE_NEWNET) != 0:
-                    errno = ctypes.get_errno()
-                    raise OSError(errno, f"setns: {os.strerror(errno)}", ns_path)
-            finally:
-                os.close(fd)
-            results.append(work())
-        except BaseException as exc:  # re-raised in the caller's thread
-            errors.append(exc)
-
-    thread = threading.Thread(target=enter_and_work, name="netregress-sysctl")
-    thread.start()
-    thread.join()
-    if errors:
-        raise errors[0]
-    return results[0]
-
-
-def read(ns_name: str, ns_path: str, key: str) -> str:
+def read(ns_name: str, key: str) -> str:
     """The value of *key* inside the namespace (what ``sysctl -n KEY`` prints there)."""
 
     def work() -> str:
@@ -62,7 +28,7 @@ def read(ns_name: str, ns_path: str, key: str) -> str:
             return handle.read().strip()
 
     try:
-        return _in_netns(ns_path, work)
+        return in_netns(ns_name, work)
     except OSError as exc:
         raise CmdError(
             ["sysctl", "-n", key],
@@ -73,7 +39,7 @@ def read(ns_name: str, ns_path: str, key: str) -> str:
         ) from exc
 
 
-def write(ns_name: str, ns_path: str, values: dict[str, str]) -> None:
+def write(ns_name: str, values: dict[str, str]) -> None:
     """Set every key to its value inside the namespace, in order (``sysctl -w K=V …``)."""
 
     def work() -> None:
@@ -91,7 +57,7 @@ def write(ns_name: str, ns_path: str, values: dict[str, str]) -> None:
                 ) from exc
 
     try:
-        _in_netns(ns_path, work)
+        in_netns(ns_name, work)
     except OSError as exc:  # the namespace itself could not be entered
         raise CmdError(
             ["sysctl", "-w", *(f"{k}={v}" for k, v in values.items())],
