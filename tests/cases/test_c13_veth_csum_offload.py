@@ -19,8 +19,10 @@ receiver counts checksum errors and the exchange never completes), a strict xfai
 assert checksum validity on a TX-side capture: tcpdump sees the unfinished checksum there.
 """
 
+import queue
 import subprocess
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 
@@ -28,16 +30,9 @@ import pytest
 
 from netns import Namespace
 from netns.counters import Delta, moved
-from netns.traffic import (
-    STDLIB_PYTHON,
-    Exchange,
-    TcpEchoServer,
-    echo_deadline,
-    tcp_client_argv,
-)
+from netns.traffic import STDLIB_PYTHON, Exchange, TcpEchoServer, echo_deadline, tcp_echo
 from netns.variants import broken
 from netregress.errors import NetregressError
-from netregress.process import Process
 
 FORWARDER = textwrap.dedent("""
     import select, socket, sys
@@ -75,14 +70,6 @@ def forwarded(ns_factory) -> Iterator[tuple[Namespace, Namespace]]:
     proc.stop()
 
 
-def exited(proc: Process, within: float) -> bool:
-    try:
-        proc.wait(within)
-    except subprocess.TimeoutExpired:
-        return False
-    return True
-
-
 def echo_unless_csum_errors(a: Namespace, b: Namespace, watch: Delta) -> Exchange:
     """The TCP echo a → b, abandoned as soon as b counts a checksum error.
 
@@ -91,22 +78,26 @@ def echo_unless_csum_errors(a: Namespace, b: Namespace, watch: Delta) -> Exchang
     30 s in a TCG guest. A passing run needs the same as with a plain echo: the client's
     answer within the deadline, and no checksum error in the whole block. The counters are
     read every half second only: each read is an ``nstat`` process, which a TCG guest's
-    client and server would otherwise wait behind.
+    client and server would otherwise wait behind. An abandoned client thread ends by its
+    own timeout; its socket dies with namespace a.
     """
     deadline = echo_deadline()
-    argv = tcp_client_argv("10.0.0.2", 8080, deadline, "netregress")
-    client = a.spawn(argv, stdout=subprocess.PIPE)
-    give_up = time.monotonic() + deadline + 10
-    try:
-        while not exited(client, within=0.5):
-            if moved(b, "TcpInCsumErrors", watch.before) > 0:
-                return Exchange("checksum errors at the receiver")
-            if time.monotonic() > give_up:
-                return Exchange("no answer in time")
-        assert client.stdout is not None
-        return Exchange(client.stdout.read().decode().strip())
-    finally:
-        client.stop()
+    answers: queue.Queue[Exchange] = queue.Queue()
+
+    def client() -> None:
+        answers.put(tcp_echo(a, "10.0.0.2", 8080, timeout=deadline))
+
+    threading.Thread(target=client, name="c13-echo-client", daemon=True).start()
+    give_up = time.monotonic() + 3 * deadline + 10  # connect, send, receive: each may wait
+    while True:
+        try:
+            return answers.get(timeout=0.5)
+        except queue.Empty:
+            pass
+        if moved(b, "TcpInCsumErrors", watch.before) > 0:
+            return Exchange("checksum errors at the receiver")
+        if time.monotonic() > give_up:
+            return Exchange("no answer in time")
 
 
 @pytest.mark.parametrize(
