@@ -22,6 +22,15 @@ def snapshot(ns: "Namespace") -> dict[str, int]:
     return {k: int(v) for k, v in json.loads(out)["kernel"].items()}
 
 
+def moved(ns: "Namespace", name: str, since: Mapping[str, int]) -> int:
+    """How far counter *name* of *ns* has moved since the snapshot *since*, read now.
+
+    For a case that waits for an outcome while a counter can already settle its verdict
+    (counters only grow): it stops waiting instead of running into its deadline.
+    """
+    return snapshot(ns)[name] - since[name]
+
+
 class Delta(Mapping[str, int]):
     """after − before for every counter; unknown names raise with a suggestion.
 

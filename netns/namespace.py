@@ -1,8 +1,9 @@
 """A network namespace owned by this run: the unit every case builds on.
 
 Creation binds the namespace at ``/run/netns/<name>`` like ``ip netns add`` (pyroute2's
-``attach``), from a thread that made it (see :mod:`netns.nsthread`); deletion goes through
-pyroute2; commands run inside with ``ip netns exec``.
+``attach``) from the thread that made it (:func:`netregress.process.in_new_netns`); deletion
+goes through pyroute2; commands run inside as if by ``ip netns exec`` (entered without
+starting ``ip``: :mod:`netns.commands`, :class:`netregress.process.Process`).
 Everything a namespace starts or changes (background processes, sysctls) is undone by
 ``close()``, and every live namespace is closed at interpreter exit as well, so a failing
 test or a Ctrl-C cannot leave anything behind; a SIGKILL is handled by the reaper.
@@ -19,9 +20,9 @@ from pyroute2 import IPRoute
 from pyroute2 import netns as pyroute2_netns
 
 from netregress import naming
-from netregress.process import Argv, Children, Process, Stream
+from netregress.process import Argv, Children, Process, Stream, in_new_netns
 
-from . import counters, nsthread, privilege, sockets, sysctls
+from . import counters, privilege, sockets, sysctls
 from .addressing import AddressingMixin
 from .capture import Capture
 from .commands import CmdResult, cmd
@@ -44,7 +45,7 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
         self._sysctl_saved: dict[str, str] = {}
         _live[self.name] = self
         try:
-            self._rtnl = nsthread.in_new_netns(self._bind_and_open)
+            self._rtnl = in_new_netns(self._bind_and_open)
             # netns= still names the namespace: pyroute2 does a few requests itself rather
             # than through the kernel (tun/tap creation), in a child that enters it.
             self.ipr = IPRoute(use_socket=self._rtnl, netns=self.name)
@@ -97,7 +98,7 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
     # --- sysctls -----------------------------------------------------------------------
     def sysctl(self, key: str) -> str:
         """Current value of a sysctl as seen from inside this namespace."""
-        return sysctls.read(self.name, self.path, key)
+        return sysctls.read(self.name, key)
 
     def set_sysctls(self, values: dict[str, str | int]) -> None:
         """Set several sysctls at once; the first value seen is restored on close.
@@ -108,12 +109,12 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
         for key in values:
             if key not in self._sysctl_saved:
                 self._sysctl_saved[key] = self.sysctl(key)
-        sysctls.write(self.name, self.path, {k: str(v) for k, v in values.items()})
+        sysctls.write(self.name, {k: str(v) for k, v in values.items()})
 
     def restore_sysctls(self) -> None:
         """Put back every sysctl changed through :meth:`set_sysctls`."""
         if self._sysctl_saved:
-            sysctls.write(self.name, self.path, self._sysctl_saved)
+            sysctls.write(self.name, self._sysctl_saved)
             self._sysctl_saved.clear()
 
     # --- links -------------------------------------------------------------------------

@@ -9,8 +9,9 @@ ends: no other thread of the test ever changes namespace. Failures raise :class:
 worded like the ``sysctl`` command's, so callers and messages stay as they were.
 """
 
+from netregress.process import in_netns
+
 from .errors import CmdError
-from .nsthread import in_netns
 
 
 def _path(key: str) -> str:
@@ -19,7 +20,7 @@ def _path(key: str) -> str:
     return "/proc/sys/" + (key if "/" in key else key.replace(".", "/"))
 
 
-def read(ns_name: str, ns_path: str, key: str) -> str:
+def read(ns_name: str, key: str) -> str:
     """The value of *key* inside the namespace (what ``sysctl -n KEY`` prints there)."""
 
     def work() -> str:
@@ -27,7 +28,7 @@ def read(ns_name: str, ns_path: str, key: str) -> str:
             return handle.read().strip()
 
     try:
-        return in_netns(ns_path, work)
+        return in_netns(ns_name, work)
     except OSError as exc:
         raise CmdError(
             ["sysctl", "-n", key],
@@ -38,7 +39,7 @@ def read(ns_name: str, ns_path: str, key: str) -> str:
         ) from exc
 
 
-def write(ns_name: str, ns_path: str, values: dict[str, str]) -> None:
+def write(ns_name: str, values: dict[str, str]) -> None:
     """Set every key to its value inside the namespace, in order (``sysctl -w K=V …``)."""
 
     def work() -> None:
@@ -56,7 +57,7 @@ def write(ns_name: str, ns_path: str, values: dict[str, str]) -> None:
                 ) from exc
 
     try:
-        in_netns(ns_path, work)
+        in_netns(ns_name, work)
     except OSError as exc:  # the namespace itself could not be entered
         raise CmdError(
             ["sysctl", "-w", *(f"{k}={v}" for k, v in values.items())],

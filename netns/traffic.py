@@ -1,12 +1,16 @@
 """Small, bounded traffic generators the cases share: ping, TCP echo, UDP bursts, raw frames.
 
 Every generator is bounded in count and time, so a broken path shows up as a failed
-exchange within seconds instead of a hung test. They run real programs inside the
-namespaces (ping, python sockets): the kernel under test does all the networking.
+exchange within seconds instead of a hung test. They use real programs and real sockets
+inside the namespaces: the kernel under test does all the networking. The TCP echo client
+and the frame injector work from a thread of ours that entered the namespace
+(:func:`netregress.process.in_netns`), where the socket they make belongs: the same system
+calls a helper script would make, without starting a Python (~1 s in a TCG guest).
 """
 
 import os
 import select
+import socket
 import subprocess
 import sys
 import time
@@ -15,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from netregress.errors import NetregressError
+from netregress.process import in_netns
 
 if TYPE_CHECKING:
     from netregress.process import Process
@@ -55,18 +60,6 @@ while True:
     c.close()
 """
 
-_ECHO_CLIENT = """
-import socket, sys
-host, port, timeout, payload = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-try:
-    c = socket.create_connection((host, port), timeout=timeout)
-    c.sendall(payload.encode())
-    got = c.recv(65536).decode()
-    print("ok" if got == payload else f"mismatch {got!r}")
-except OSError as exc:
-    print(type(exc).__name__)
-"""
-
 
 class TcpEchoServer:
     """``with TcpEchoServer(ns, addr, port):`` — a TCP echo server that is listening on entry.
@@ -100,11 +93,6 @@ class TcpEchoServer:
             self._proc.stop()
 
 
-def tcp_client_argv(addr: str, port: int, timeout: float, payload: str) -> list[str]:
-    """The echo client as a command line (for cases that run it in the background)."""
-    return [*STDLIB_PYTHON, "-c", _ECHO_CLIENT, addr, str(port), str(timeout), payload]
-
-
 @dataclass(frozen=True)
 class Exchange:
     """What a client saw: ``ok`` or the name of the exception (``TimeoutError`` …)."""
@@ -132,11 +120,20 @@ def tcp_echo(
     timeout: float | None = None,
     payload: str = "netregress",
 ) -> Exchange:
-    """Connect from *ns*, send *payload*, expect it echoed; never longer than *timeout*
-    (default: :func:`echo_deadline`)."""
-    timeout = echo_deadline() if timeout is None else timeout
-    out = ns.run(tcp_client_argv(addr, port, timeout, payload), timeout=timeout + 10)
-    return Exchange(out.stdout.strip())
+    """Connect from *ns*, send *payload*, expect it echoed; each step (connect, send,
+    receive) gives up after *timeout* (default: :func:`echo_deadline`)."""
+    limit = echo_deadline() if timeout is None else timeout
+
+    def client() -> str:
+        try:
+            with socket.create_connection((addr, port), timeout=limit) as conn:
+                conn.sendall(payload.encode())
+                got = conn.recv(65536).decode(errors="replace")
+        except OSError as exc:
+            return type(exc).__name__
+        return "ok" if got == payload else f"mismatch {got!r}"
+
+    return Exchange(in_netns(ns.name, client))
 
 
 _UDP_BURST = """
@@ -185,16 +182,14 @@ def poll_until(check: Callable[[], bool], timeout: float, interval: float = 0.05
     return True
 
 
-_INJECT = """
-import socket, sys
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind((sys.argv[1], 0))
-for frame in sys.argv[2:]:
-    s.send(bytes.fromhex(frame))
-"""
-
-
 def inject_frames(ns: "Namespace", ifname: str, frames: list[bytes]) -> None:
     """Send hand-built Ethernet frames out of *ifname* in *ns* through an AF_PACKET socket
-    (build them with scapy in the test; the namespace only needs the standard library)."""
-    ns.run([*STDLIB_PYTHON, "-c", _INJECT, ifname, *(f.hex() for f in frames)])
+    (build them with scapy in the test)."""
+
+    def inject() -> None:
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sock:
+            sock.bind((ifname, 0))
+            for frame in frames:
+                sock.send(frame)
+
+    in_netns(ns.name, inject)

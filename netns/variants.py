@@ -13,8 +13,12 @@ parameter is a strict xfail that only an ``AssertionError`` satisfies, so
 The test function must not branch its assertions on the variant: the configuration is the
 only thing a parameter may change. ``tests/unit/test_case_oracles.py`` checks that every case
 module has such a variant.
+
+This module is also a pytest plugin (listed in ``netregress.plugins``): see
+:func:`pytest_runtest_makereport`.
 """
 
+from collections.abc import Generator
 from typing import Any
 
 import pytest
@@ -40,3 +44,57 @@ def broken(*values: Any, id: str, why: str) -> ParameterSet:  # noqa: A002 (pyte
 def is_broken(param: ParameterSet) -> bool:
     """True for a parameter made by :func:`broken` (the id is the convention's handle)."""
     return isinstance(param.id, str) and param.id.startswith(PREFIX)
+
+
+def _expected_failure(item: pytest.Item, call: pytest.CallInfo[None]) -> bool:
+    """True when the call failed exactly as its unconditional xfail mark says it must (a
+    broken variant's AssertionError), so the report becomes an xfail; never under
+    ``--runxfail``, where the failure is reported as one."""
+    if call.when != "call" or call.excinfo is None or item.config.option.runxfail:
+        return False
+    mark = item.get_closest_marker("xfail")
+    if mark is None or mark.args or "condition" in mark.kwargs:
+        return False
+    if not mark.kwargs.get("run", True):
+        return False
+    raises = mark.kwargs.get("raises")
+    return raises is not None and call.excinfo.errisinstance(raises)
+
+
+def _from_the_test_function(
+    item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]
+) -> None:
+    """Drop the traceback's frames above the test function (pluggy's, pytest's), as the
+    report would: pytest finds that cut by checking every frame's file on disk, a stat each,
+    slow on a guest's shared folder."""
+    if not isinstance(item, pytest.Function):
+        return
+    code = item.function.__code__
+    for depth, entry in enumerate(excinfo.traceback):
+        if entry.frame.code.raw is code:
+            excinfo.traceback = excinfo.traceback[depth:]
+            return
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """An expected failure's traceback is cut at the test function and shown in one line
+    (``--tb=line``), whatever the configured style.
+
+    Why: an xfail shows only its reason, nobody reads its traceback, yet pytest formats it
+    anyway, parsing the test module's source and checking the file of every frame: about
+    0.25 s in a TCG guest for every broken variant of every run. Any other failure keeps
+    the configured style and its full details.
+    """
+    if call.excinfo is None or not _expected_failure(item, call):
+        return (yield)
+    _from_the_test_function(item, call.excinfo)
+    option = item.config.option
+    configured = option.tbstyle
+    option.tbstyle = "line"
+    try:
+        return (yield)
+    finally:
+        option.tbstyle = configured

@@ -12,6 +12,7 @@ asserts only of a plugin it imports itself.
 
 pytest_plugins = [
     "netns.pytest_plugin",
+    "netns.variants",
     "packetdrill.pytest_plugin",
     "evidence.report_html",
     "kernels.pytest_plugin",

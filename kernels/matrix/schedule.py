@@ -3,9 +3,10 @@
 Why: the matrix runs a few kernels at a time (two on two cores). Started in catalog order, a
 slow guest that starts last runs alone at the end while a core idles; longest first keeps
 both busy until the end (the classic longest-processing-time rule). The running kernel's
-column (host, native speed) is the shortest and naturally goes last. Each run's per-kernel
-seconds are kept in the cache; a kernel never timed counts as slowest (a fresh source build
-may be). Only the start order changes: columns and reports keep the plan's order.
+column does not queue with the guests: it starts at once on the host (kernels/cli/matrix.py).
+Each run's per-kernel seconds are kept in the cache; a kernel never timed counts as slowest
+(a fresh source build may be). Only the start order changes: columns and reports keep the
+plan's order.
 """
 
 import json

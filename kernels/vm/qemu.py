@@ -26,6 +26,10 @@ from netregress.process import Process
 BOOT_TIMEOUT = 120.0  # seconds from QEMU start to the guest's `booted` marker
 MEMORY_MB = 1024
 GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# QEMU and virtiofsd run niced: the running kernel's column runs natively beside the guests
+# (kernels/cli/matrix.py), and its timing oracles must get a core the moment they wake up.
+# A niced guest loses nothing while a core is idle; it only yields to the host's tests.
+GUEST_NICE = ("nice", "-n", "10")
 
 
 def accel_args(accel: Accel) -> list[str]:
@@ -81,7 +85,7 @@ class InitramfsLauncher:
             "console=ttyS0 loglevel=5 panic=-1 oops=panic reboot=t mitigations=off no_timer_check"
         )
         argv = [
-            tools.qemu(), "-M", "pc", *accel_args(accel), "-smp", str(self.smp),
+            *GUEST_NICE, tools.qemu(), "-M", "pc", *accel_args(accel), "-smp", str(self.smp),
             "-m", f"{MEMORY_MB}M", "-nodefaults", "-no-reboot", "-display", "none",
             "-object", f"memory-backend-memfd,id=mem,size={MEMORY_MB}M,share=on",
             "-numa", "node,memdev=mem",
@@ -119,7 +123,8 @@ class InitramfsLauncher:
                     (sockets[1], str(out_dir), ["--cache=never"]),
                 ):
                     argv = [
-                        tools.virtiofsd(), f"--socket-path={socket}", f"--shared-dir={shared}",
+                        *GUEST_NICE, tools.virtiofsd(), f"--socket-path={socket}",
+                        f"--shared-dir={shared}",
                         "--sandbox=none", "--no-announce-submounts", "--log-level=error", *extra,
                     ]  # fmt: skip
                     procs.append(self.children.spawn(argv, log))

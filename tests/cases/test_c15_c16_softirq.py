@@ -66,7 +66,8 @@ def _burst(net: Network) -> Snapshot:
 )
 def test_c16_rps_moves_veth_rx_softirq_to_the_chosen_cpu(veth_pair: Network, mask: int) -> None:
     queue = "/sys/class/net/eth0/queues/rx-0/rps_cpus"
-    # `ip netns exec` remounts /sys, so this is the test namespace's own eth0.
+    # run() gives a command naming /sys its own sysfs mount, as `ip netns exec` does, so this
+    # is the test namespace's own eth0.
     veth_pair["b"].run(["sh", "-c", f"echo {mask:x} > {queue}"])
     assert int(veth_pair["b"].run(["cat", queue]).stdout.strip().replace(",", ""), 16) == mask
     delta = _burst(veth_pair)

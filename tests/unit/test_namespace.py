@@ -9,6 +9,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from netns import CmdError, Namespace
 from netregress import naming
+from netregress.process import in_netns
 
 
 def test_names_are_unique_and_owned_by_this_process(ns_factory) -> None:
@@ -78,7 +79,7 @@ def _netns_of_this_thread() -> str:
 
 
 def test_creating_a_namespace_leaves_the_callers_namespace_alone(ns_factory) -> None:
-    """Namespaces are made by a short-lived thread (netns/nsthread.py): the calling thread
+    """Namespaces are made by a short-lived thread (process.in_new_netns): the calling thread
     stays where it was, and the new namespace is a different one."""
     before = _netns_of_this_thread()
     made = ns_factory("where")
@@ -123,3 +124,42 @@ def test_kernel_refusal_surfaces_as_netlink_error_with_errno(veth_pair) -> None:
     with pytest.raises(NetlinkError) as refused:
         veth_pair["a"].link("eth0").set_mtu(1 << 20)
     assert refused.value.code == errno.EINVAL
+
+
+def test_commands_run_inside_without_ip_netns_exec(ns: Namespace) -> None:
+    """run() enters the namespace from a thread of ours: the tool sees the namespace's links
+    and /proc/net, while the report still reads as the ip netns exec command."""
+    result = ns.run(["cat", "/proc/net/dev"])
+    assert [line.split(":")[0].strip() for line in result.stdout.splitlines()[2:]] == ["lo"]
+    assert result.argv[:4] == ["ip", "netns", "exec", ns.name]
+    assert ns.run(["cat"], input="piped\r\n").stdout == "piped\n"  # as text=True gave it
+
+
+@pytest.mark.parametrize("how", ["run", "spawn"])
+def test_sys_shows_the_namespaces_devices(ns: Namespace, how: str) -> None:
+    """/sys shows the devices of whoever mounted it, so commands naming /sys, and background
+    processes, get a /sys of their own, as under ip netns exec; a bare setns would list the
+    initial namespace's devices."""
+    argv = ["ls", "/sys/class/net"]
+    if how == "run":
+        out = ns.run(argv).stdout
+    else:
+        proc = ns.spawn(argv, stdout=subprocess.PIPE)
+        out = proc.communicate(timeout=10)[0].decode()
+    assert out.split() == ["lo"]
+    root_devices = sorted(os.listdir("/sys/class/net"))
+    if root_devices != ["lo"]:  # the broken variant shows only where the root has more
+        bare = in_netns(ns.name, lambda: subprocess.run(argv, capture_output=True, text=True))
+        assert bare.stdout.split() == root_devices
+
+
+def test_run_times_out_and_kills_the_command(ns: Namespace) -> None:
+    with pytest.raises(CmdError, match="timed out"):
+        ns.run(["sleep", "30"], timeout=0.5)
+
+
+def test_a_closed_namespace_is_named_when_entered(ns_factory) -> None:
+    gone = ns_factory("gone")
+    gone.close()
+    with pytest.raises(FileNotFoundError, match=f"network namespace {gone.name} does not exist"):
+        gone.run(["true"])
