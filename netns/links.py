@@ -6,20 +6,15 @@ index on demand so it stays valid across renames done through it.
 """
 
 import errno
-import fcntl
 import os
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from netregress import ifreq
+
 if TYPE_CHECKING:
     from .namespace import Namespace
-
-_SIOCGIFINDEX = 0x8933
-_IFNAMSIZ = 16
-# struct ifreq: the name, then a 24-byte union whose first int is the index.
-_IFREQ = struct.Struct(f"{_IFNAMSIZ}si20x")
 
 
 @dataclass
@@ -41,17 +36,12 @@ class Link:
         namespace of the socket it is issued on, and the namespace's route netlink socket
         lives in the namespace.
         """
-        name = self.name.encode()
-        if not name or len(name) >= _IFNAMSIZ:  # no link can have that name
-            raise self._missing()
         try:
-            reply = fcntl.ioctl(self.ns.ipr.fileno(), _SIOCGIFINDEX, _IFREQ.pack(name, 0))
+            return ifreq.index(self.ns.ipr.fileno(), self.name)
         except OSError as exc:
             if exc.errno == errno.ENODEV:
                 raise self._missing() from None
             raise
-        index: int = _IFREQ.unpack(reply)[1]
-        return index
 
     def _missing(self) -> LookupError:
         return LookupError(f"no link {self.name!r} in netns {self.ns.name}")
@@ -60,12 +50,21 @@ class Link:
         return self.ns.ipr.get_links(self.index)[0]
 
     def up(self) -> "Link":
-        self.ns.ipr.link("set", index=self.index, state="up")
+        """``ip link set up``, by ioctl on the namespace's socket (see netregress.ifreq)."""
+        self._set_flags(on=ifreq.IFF_UP)
         return self
 
     def down(self) -> "Link":
-        self.ns.ipr.link("set", index=self.index, state="down")
+        self._set_flags(off=ifreq.IFF_UP)
         return self
+
+    def _set_flags(self, on: int = 0, off: int = 0) -> None:
+        try:
+            ifreq.set_flags(self.ns.ipr.fileno(), self.name, on, off)
+        except OSError as exc:
+            if exc.errno == errno.ENODEV:
+                raise self._missing() from None
+            raise
 
     def set_mtu(self, mtu: int) -> "Link":
         self.ns.ipr.link("set", index=self.index, mtu=mtu)

@@ -13,6 +13,7 @@ import struct
 import subprocess
 from dataclasses import dataclass
 
+from netregress import ifreq
 from netregress.process import Process
 
 from .config import Config, local_prefix_len, remote_network
@@ -23,8 +24,7 @@ TUNSETIFF = 0x400454CA
 TUNSETOFFLOAD = 0x400454D0
 IFF_TUN, IFF_NO_PI, IFF_VNET_HDR = 0x0001, 0x1000, 0x4000
 TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6, TUN_F_TSO_ECN = 0x01, 0x02, 0x04, 0x08
-SIOCGIFFLAGS, SIOCSIFFLAGS, SIOCSIFMTU = 0x8913, 0x8914, 0x8922
-IFF_UP, IFF_RUNNING = 0x1, 0x40
+SIOCSIFMTU = 0x8922
 VNET_HDR_LEN = 10
 TUN_NAME = "tun0"
 
@@ -95,11 +95,7 @@ def enter_fresh_netns() -> None:
 
 def set_link_up(name: str) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        request = struct.pack("16sh", name.encode(), 0)
-        flags = struct.unpack("16sh", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
-        fcntl.ioctl(
-            sock, SIOCSIFFLAGS, struct.pack("16sh", name.encode(), flags | IFF_UP | IFF_RUNNING)
-        )
+        ifreq.set_flags(sock.fileno(), name, on=ifreq.IFF_UP | ifreq.IFF_RUNNING)
 
 
 def _set_mtu(name: str, mtu: int) -> None:

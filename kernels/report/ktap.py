@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from kernels.matrix.results import TestResult, from_collect_error, from_reports
-from kernels.report.table import Matrix
 
 if TYPE_CHECKING:  # the report (Jinja2, plots) is the matrix's: a guest's pytest never needs it
     from kernels.report.table import Matrix

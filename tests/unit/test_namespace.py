@@ -119,6 +119,32 @@ def test_missing_link_index_is_a_lookup_error(ns: Namespace, name: str) -> None:
         _ = ns.link(name).index
 
 
+def test_up_and_down_act_on_the_namespaces_own_link(ns_factory) -> None:
+    """Link.up()/down() go by ioctl on the namespace's socket (netregress.ifreq): ``ip link``
+    inside sees the flag change, on the right end of the pair only, and the root namespace
+    has no such link."""
+    a, b = ns_factory("ua"), ns_factory("ub")
+    name = f"up{os.getpid() % 100000}"
+    a.add_veth(name, b, "peer0")
+
+    def admin_up(host: Namespace, ifname: str) -> bool:
+        flags = host.run(["ip", "-o", "link", "show", ifname]).stdout.split("<")[1]
+        return "UP" in flags.split(">")[0].split(",")
+
+    a.link(name).up()
+    assert admin_up(a, name) and not admin_up(b, "peer0")
+    b.link("peer0").up()
+    a.link(name).down()
+    assert not admin_up(a, name) and admin_up(b, "peer0")
+    assert subprocess.run(["ip", "link", "show", name], capture_output=True).returncode != 0
+
+
+@pytest.mark.parametrize("name", ["nosuch0", "", "x" * 16])
+def test_up_of_a_missing_link_is_a_lookup_error(ns: Namespace, name: str) -> None:
+    with pytest.raises(LookupError, match=ns.name):
+        ns.link(name).up()
+
+
 def test_kernel_refusal_surfaces_as_netlink_error_with_errno(veth_pair) -> None:
     """Cases assert the kernel's errno: a knob the kernel refuses must not be masked."""
     with pytest.raises(NetlinkError) as refused:
