@@ -52,7 +52,9 @@ class PcapTail:
     """The packets of a pcap file that may still be growing, each dissected once.
 
     Only whole records are handed to scapy: a record tcpdump has half written is left for
-    the next read, so a packet is never dissected truncated.
+    the next read, so a packet is never dissected truncated. Why not scapy's own
+    ``PcapReader`` on the open file: it has no notion of a record still being written (a
+    short read at the end is an error or the end), so it cannot resume where it stopped.
     """
 
     def __init__(self, path: Path) -> None:

@@ -37,9 +37,8 @@ class CmdResult:
         return self.returncode == 0
 
 
-def _start(argv: Argv, ns: str | None, stdin: int | None) -> "subprocess.Popen[bytes]":
+def _start(args: list[str], ns: str | None, stdin: int | None) -> "subprocess.Popen[bytes]":
     """The running command: in the root, entered by a thread, or forked with its own /sys."""
-    args = program(argv)
     out = subprocess.PIPE
     if ns is None:
         return subprocess.Popen(args, stdin=stdin, stdout=out, stderr=out)
@@ -66,8 +65,9 @@ def cmd(
     Raises CmdError with the command and its stderr when it fails and *check* is true,
     so a test failure reads like the shell session that would reproduce it.
     """
-    full = command_line(argv, ns)
-    with _start(argv, ns, None if input is None else subprocess.PIPE) as proc:
+    args = program(argv)
+    full = command_line(args, ns)
+    with _start(args, ns, None if input is None else subprocess.PIPE) as proc:
         try:
             out, err = proc.communicate(None if input is None else input.encode(), timeout)
         except subprocess.TimeoutExpired as exc:

@@ -9,12 +9,14 @@ import errno
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from netregress import ifreq
 
 if TYPE_CHECKING:
     from .namespace import Namespace
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -31,20 +33,21 @@ class Link:
         Why an ioctl and not pyroute2's ``link_lookup``: every knob below needs the index,
         and the lookup is a full RTM_GETLINK round trip whose reply (the whole link with
         its statistics) pyroute2 decodes: ~13 ms in a TCG guest, a third of the time spent
-        building a topology there. ``SIOCGIFINDEX`` answers the same question in one
-        system call (names and altnames alike, as RTM_GETLINK does); it acts on the
-        namespace of the socket it is issued on, and the namespace's route netlink socket
-        lives in the namespace.
+        building a topology there. ``SIOCGIFINDEX`` (:mod:`netregress.ifreq`) answers the
+        same question in one system call (names and altnames alike, as RTM_GETLINK does).
         """
+        return self._by_ioctl(ifreq.index)
+
+    def _by_ioctl(self, request: Callable[[int, str], T]) -> T:
+        """*request* (a :mod:`netregress.ifreq` call) on the namespace's route netlink
+        socket: an ioctl acts in the namespace of the socket it is issued on, and that socket
+        lives in the namespace. No such link is a LookupError naming the namespace."""
         try:
-            return ifreq.index(self.ns.ipr.fileno(), self.name)
+            return request(self.ns.ipr.fileno(), self.name)
         except OSError as exc:
             if exc.errno == errno.ENODEV:
-                raise self._missing() from None
+                raise LookupError(f"no link {self.name!r} in netns {self.ns.name}") from None
             raise
-
-    def _missing(self) -> LookupError:
-        return LookupError(f"no link {self.name!r} in netns {self.ns.name}")
 
     def _info(self) -> Any:
         return self.ns.ipr.get_links(self.index)[0]
@@ -59,12 +62,7 @@ class Link:
         return self
 
     def _set_flags(self, on: int = 0, off: int = 0) -> None:
-        try:
-            ifreq.set_flags(self.ns.ipr.fileno(), self.name, on, off)
-        except OSError as exc:
-            if exc.errno == errno.ENODEV:
-                raise self._missing() from None
-            raise
+        self._by_ioctl(lambda fd, name: ifreq.set_flags(fd, name, on, off))
 
     def set_mtu(self, mtu: int) -> "Link":
         self.ns.ipr.link("set", index=self.index, mtu=mtu)

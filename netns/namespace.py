@@ -10,7 +10,6 @@ test or a Ctrl-C cannot leave anything behind; a SIGKILL is handled by the reape
 """
 
 import atexit
-import os
 import socket
 import subprocess
 import threading
@@ -20,7 +19,7 @@ from pyroute2 import IPRoute
 from pyroute2 import netns as pyroute2_netns
 
 from netregress import naming
-from netregress.process import Argv, Children, Process, Stream, in_new_netns
+from netregress.process import Argv, Children, Process, Stream, in_new_netns, netns_path
 
 from . import counters, privilege, sockets, sysctls
 from .addressing import AddressingMixin
@@ -28,7 +27,6 @@ from .capture import Capture
 from .commands import CmdResult, cmd
 from .links import Link, LinkFactoryMixin
 
-NETNS_DIR = "/run/netns"
 _RTNL_BUFFER = 1 << 20
 
 _live: dict[str, "Namespace"] = {}
@@ -80,7 +78,7 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
 
     @property
     def path(self) -> str:
-        return os.path.join(NETNS_DIR, self.name)
+        return netns_path(self.name)
 
     # --- commands ----------------------------------------------------------------------
     def run(

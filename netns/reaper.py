@@ -11,8 +11,7 @@ import os
 from pyroute2 import netns as pyroute2_netns
 
 from netregress import process
-
-from .namespace import NETNS_DIR
+from netregress.process import NETNS_DIR
 
 
 def leftover_namespaces() -> list[str]:

@@ -94,14 +94,14 @@ def program(argv: Argv) -> list[str]:
     return args
 
 
-def command_line(argv: Argv, ns: str | None = None) -> list[str]:
-    """The shell command that runs *argv* (inside netns *ns* if given): what a report shows.
+def command_line(args: list[str], ns: str | None = None) -> list[str]:
+    """The shell command that runs *args* (a :func:`program`'s list; inside netns *ns* if
+    given): what a report shows.
 
     Inside a namespace that is ``ip netns exec NS …``, which a user can paste to reproduce a
     failure; netregress itself enters the namespace without starting ``ip`` (see
     :func:`enter_netns`).
     """
-    args = program(argv)
     return args if ns is None else ["ip", "netns", "exec", ns, *args]
 
 
@@ -188,11 +188,13 @@ def in_new_netns(work: Callable[[], T]) -> T:
     thread. The caller's thread never changes namespace.
     """
 
-    def enter() -> None:
-        if _libc.unshare(_CLONE_NEWNET) != 0:
-            _raise_errno("unshare(CLONE_NEWNET)")
+    return _in_thread(unshare_netns, work, "netregress-new-netns")
 
-    return _in_thread(enter, work, "netregress-new-netns")
+
+def unshare_netns() -> None:
+    """Move the calling *thread* into a new, empty network namespace (``unshare``)."""
+    if _libc.unshare(_CLONE_NEWNET) != 0:
+        _raise_errno("unshare(CLONE_NEWNET)")
 
 
 def _in_thread(enter: Callable[[], None], work: Callable[[], T], name: str) -> T:
@@ -254,7 +256,8 @@ class Process(subprocess.Popen[bytes]):
         the private /sys of :func:`private_sysfs`): what ``ip netns exec`` would do, without
         starting ``ip``. ``argv`` still reads as the ``ip netns exec`` command."""
         self.ns = ns
-        self.argv = command_line(argv, ns)
+        args = program(argv)
+        self.argv = command_line(args, ns)
         parent = os.getpid()
         netns = None if ns is None else open_netns(ns)
 
@@ -268,7 +271,7 @@ class Process(subprocess.Popen[bytes]):
 
         try:
             super().__init__(
-                program(argv),
+                args,
                 stdin=stdin,
                 stdout=stdout,
                 stderr=stderr,

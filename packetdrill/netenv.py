@@ -5,7 +5,6 @@ leak or collide, and it disappears with the last fd/process using it (also on SI
 the calling thread moves, so it must happen before any helper thread starts.
 """
 
-import ctypes
 import fcntl
 import os
 import socket
@@ -14,12 +13,11 @@ import subprocess
 from dataclasses import dataclass
 
 from netregress import ifreq
-from netregress.process import Process
+from netregress.process import Process, unshare_netns
 
 from .config import Config, local_prefix_len, remote_network
 from .errors import RuntimeFailure
 
-CLONE_NEWNET = 0x40000000
 TUNSETIFF = 0x400454CA
 TUNSETOFFLOAD = 0x400454D0
 IFF_TUN, IFF_NO_PI, IFF_VNET_HDR = 0x0001, 0x1000, 0x4000
@@ -27,8 +25,6 @@ TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6, TUN_F_TSO_ECN = 0x01, 0x02, 0x04, 0x08
 SIOCSIFMTU = 0x8922
 VNET_HDR_LEN = 10
 TUN_NAME = "tun0"
-
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 @dataclass
@@ -84,12 +80,12 @@ def normal_scheduling() -> None:
 
 def enter_fresh_netns() -> None:
     """Move the calling thread into a new, empty network namespace and bring ``lo`` up."""
-    if _libc.unshare(CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
+    try:
+        unshare_netns()
+    except OSError as err:
         raise RuntimeFailure(
-            f"unshare(CLONE_NEWNET) failed: {os.strerror(err)} "
-            "(the engine needs root / CAP_SYS_ADMIN)"
-        )
+            f"unshare(CLONE_NEWNET) failed: {err.strerror} (the engine needs root / CAP_SYS_ADMIN)"
+        ) from None
     set_link_up("lo")
 
 

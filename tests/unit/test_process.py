@@ -124,9 +124,11 @@ def test_stop_all_stops_the_group_only_and_refuses_new_ones() -> None:
 
 
 def test_command_line_splits_and_enters_the_namespace() -> None:
-    assert process.command_line("echo 'a b'", "n1")[1:] == ["netns", "exec", "n1", "echo", "a b"]
+    args = process.program("echo 'a b'")
+    assert process.command_line(args, "n1") == ["ip", "netns", "exec", "n1", "echo", "a b"]
+    assert process.command_line(args) == ["echo", "a b"]
     with pytest.raises(MissingTool, match="scripts/setup"):
-        process.command_line(["netregress-no-such-tool"])
+        process.program(["netregress-no-such-tool"])
 
 
 def test_records_of_a_dead_run_are_reaped_and_a_live_runs_are_not(tmp_path: Path) -> None:
