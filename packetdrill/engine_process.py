@@ -21,7 +21,9 @@ What keeps a warm run the same as a cold one:
   start cold, as they always did.
 - **Same environment, same folder.** The run's environment and working directory (the
   script's folder, as upstream's runner uses) travel with the command line. A standby started
-  under a different environment is discarded, because the interpreter read it at start.
+  while a variable the interpreter reads at start was different (``PYTHON*``, locale, ``TZ``)
+  is discarded. Other variables may change between runs (pytest names the current test in
+  ``PYTEST_CURRENT_TEST``): the run gets the values of its hand-over.
 - **It belongs to one thread.** The kernel kills a child when the *thread* that spawned it ends
   (``PR_SET_PDEATHSIG``, :mod:`netregress.process`), so each thread keeps its own standby and
   never runs a script in one another thread spawned.
@@ -76,6 +78,15 @@ def serve() -> None:
     sys.exit(cli.main(run["argv"]))
 
 
+def _read_at_start(env: dict[str, str]) -> dict[str, str]:
+    """The variables a Python interpreter (and its ``time`` module) acts on when it starts."""
+    return {
+        name: value
+        for name, value in env.items()
+        if name.startswith(("PYTHON", "LC_")) or name in ("LANG", "LANGUAGE", "TZ")
+    }
+
+
 @dataclass
 class _Standby:
     proc: Process
@@ -102,7 +113,7 @@ def start_run(args: list[str], cwd: str) -> tuple[Process, bytes]:
     if proc is None:
         proc = _spawn(idle=False)
     if _lifting["allowed"]:
-        _RUNNER.standby = _Standby(_spawn(idle=True), env)
+        _RUNNER.standby = _Standby(_spawn(idle=True), _read_at_start(env))
     return proc, json.dumps({"argv": args, "cwd": cwd, "env": env}).encode()
 
 
@@ -110,7 +121,7 @@ def _take_standby(env: dict[str, str]) -> Process | None:
     standby, _RUNNER.standby = _RUNNER.standby, None
     if standby is None:
         return None
-    if standby.env == env and standby.proc.running() and _lift(standby.proc):
+    if standby.env == _read_at_start(env) and standby.proc.running() and _lift(standby.proc):
         return standby.proc
     standby.proc.stop(signal.SIGKILL)
     return None

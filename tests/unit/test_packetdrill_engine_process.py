@@ -68,16 +68,27 @@ def test_the_next_run_is_served_by_the_standby_started_with_this_one(
     assert _standbys() and standby not in _our_children()
 
 
-def test_a_standby_started_under_another_environment_serves_no_run(
+def test_a_run_gets_the_environment_of_its_hand_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The broken case it guards: a warm interpreter keeping the environment it started in."""
+    """pytest renames the current test in the environment before every run: the standby still
+    serves it, with the values the run was handed."""
     monkeypatch.setenv("NETREGRESS_PROBE", "before")
     _probe(tmp_path)
     (standby,) = _standbys()
     monkeypatch.setenv("NETREGRESS_PROBE", "after")
-    value, pid, _ = _probe(tmp_path)
-    assert value == "after"
+    assert _probe(tmp_path)[:2] == ("after", standby)
+
+
+def test_a_standby_started_under_another_interpreter_setting_serves_no_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broken case it guards: a warm interpreter keeping a setting it read at start."""
+    monkeypatch.setenv("PYTHONHASHSEED", "1")
+    _probe(tmp_path)
+    (standby,) = _standbys()
+    monkeypatch.setenv("PYTHONHASHSEED", "2")
+    pid = _probe(tmp_path)[1]
     assert pid != standby and standby not in _our_children()
 
 
