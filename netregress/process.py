@@ -228,6 +228,35 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def idle_priority() -> None:
+    """A child's *setup* (before exec): run only on CPU time nobody else wants (``SCHED_IDLE``),
+    so that work started ahead of its turn never delays what runs now. Taking it back needs
+    ``CAP_SYS_NICE``: :func:`lift_priority`."""
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+
+def lift_priority(pid: int) -> None:
+    """Every thread of process *pid* from ``SCHED_IDLE`` back to ``SCHED_OTHER``, its nice value
+    kept. The threads are lifted one by one, so it looks again until none is left idle (an idle
+    thread may have started another meanwhile). Raises PermissionError without
+    ``CAP_SYS_NICE``, ProcessLookupError once the process is gone."""
+    while True:
+        try:
+            threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+        except FileNotFoundError:
+            raise ProcessLookupError(errno.ESRCH, f"no process {pid}") from None
+        lifted = 0
+        for tid in threads:
+            try:
+                if os.sched_getscheduler(tid) == os.SCHED_IDLE:
+                    os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+                    lifted += 1
+            except ProcessLookupError:  # that thread ended
+                continue
+        if not lifted:
+            return
+
+
 class Process(subprocess.Popen[bytes]):
     """A child we started: dies with us, and :meth:`stop` stops it by PID.
 

@@ -40,7 +40,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from netregress.process import Process
+from netregress.process import Process, idle_priority, lift_priority
 
 _PACKAGE = __name__.rsplit(".", 1)[0]
 _HOME = str(Path(__file__).resolve().parents[__name__.count(".")])
@@ -130,7 +130,7 @@ def _take_standby(env: dict[str, str]) -> Process | None:
 def _lift(proc: Process) -> bool:
     """Give a standby ordinary priority; False (and no standbys from now on) if not allowed."""
     try:
-        os.sched_setscheduler(proc.pid, os.SCHED_OTHER, os.sched_param(0))
+        lift_priority(proc.pid)
     except PermissionError:
         _lifting["allowed"] = False
         return False
@@ -139,16 +139,11 @@ def _lift(proc: Process) -> bool:
     return True
 
 
-def _to_idle() -> None:
-    """In the standby before exec: warm up only on CPU time nobody else wants."""
-    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-
-
 def _spawn(idle: bool) -> Process:
     return Process(
         [sys.executable, "-S", "-c", _SERVE, _HOME],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        setup=_to_idle if idle else None,
+        setup=idle_priority if idle else None,
     )

@@ -36,12 +36,15 @@ class Children:
         log: IO[bytes] | None = None,
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
+        idle: bool = False,
     ) -> Process:
-        """Start `argv` (stdout+stderr to `log`), tied to our life and recorded in a pidfile."""
+        """Start `argv` (stdout+stderr to `log`), tied to our life and recorded in a pidfile;
+        `idle`: at SCHED_IDLE until `process.lift_priority` (a guest booted ahead)."""
         stdout = log if log is not None else subprocess.DEVNULL
         return self._group.spawn(
-            argv, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env, new_session=True
-        )
+            argv, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env, new_session=True,
+            setup=process.idle_priority if idle else None,
+        )  # fmt: skip
 
     def stop(self, proc: Process, grace: float = 3.0) -> None:
         """Stop one child by PID (TERM, then KILL after `grace` seconds) and drop its pidfile."""
