@@ -228,18 +228,30 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+_AUTOGROUP_LOWEST = 19  # the nice value of a whole autogroup, as /proc/PID/autogroup takes it
+
+
 def idle_priority() -> None:
-    """A child's *setup* (before exec): run only on CPU time nobody else wants (``SCHED_IDLE``),
-    so that work started ahead of its turn never delays what runs now. Taking it back needs
-    ``CAP_SYS_NICE``: :func:`lift_priority`."""
+    """A child's *setup* (before exec): run only on CPU time nobody else wants, so that work
+    started ahead of its turn never delays what runs now. Taking it back needs
+    ``CAP_SYS_NICE``: :func:`lift_priority`.
+
+    Two knobs, because a policy alone is not enough where the kernel groups tasks by session
+    (``CONFIG_SCHED_AUTOGROUP``, on in most distributions): a child in a session of its own
+    (``new_session``) is alone in its autogroup, and autogroups share the CPU fairly whatever
+    the policies inside. So the child is ``SCHED_IDLE`` and, if it leads its own session, its
+    autogroup gets the lowest weight too."""
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    if os.getsid(0) == os.getpid():
+        _set_autogroup_nice(os.getpid(), _AUTOGROUP_LOWEST)
 
 
 def lift_priority(pid: int) -> None:
-    """Every thread of process *pid* from ``SCHED_IDLE`` back to ``SCHED_OTHER``, its nice value
-    kept. The threads are lifted one by one, so it looks again until none is left idle (an idle
-    thread may have started another meanwhile). Raises PermissionError without
-    ``CAP_SYS_NICE``, ProcessLookupError once the process is gone."""
+    """Undo :func:`idle_priority` for process *pid*: every thread back to ``SCHED_OTHER`` (its
+    nice value kept), and its own autogroup, if it leads one, to nice 0. The threads are
+    lifted one by one, so it looks again until none is left idle (an idle thread may have
+    started another meanwhile). Raises PermissionError without ``CAP_SYS_NICE``,
+    ProcessLookupError once the process is gone."""
     while True:
         try:
             threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
@@ -254,7 +266,18 @@ def lift_priority(pid: int) -> None:
             except ProcessLookupError:  # that thread ended
                 continue
         if not lifted:
-            return
+            break
+    if os.getsid(pid) == pid:
+        _set_autogroup_nice(pid, 0)
+
+
+def _set_autogroup_nice(pid: int, nice: int) -> None:
+    """Without autogroups (no such file) there is nothing to set."""
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as handle:
+            handle.write(str(nice))
+    except FileNotFoundError:
+        pass
 
 
 class Process(subprocess.Popen[bytes]):
