@@ -36,14 +36,16 @@ class Children:
         log: IO[bytes] | None = None,
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
+        nice: int = 0,
         idle: bool = False,
     ) -> Process:
         """Start `argv` (stdout+stderr to `log`), tied to our life and recorded in a pidfile;
-        `idle`: at SCHED_IDLE until `process.lift_priority` (a guest booted ahead)."""
+        `nice` and `idle` as `process.lower_priority` takes them (a guest booted ahead is idle
+        until `process.lift_priority`)."""
         stdout = log if log is not None else subprocess.DEVNULL
         return self._group.spawn(
             argv, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env, new_session=True,
-            setup=process.idle_priority if idle else None,
+            setup=process.lower_priority(nice, idle),
         )  # fmt: skip
 
     def stop(self, proc: Process, grace: float = 3.0) -> None:

@@ -29,8 +29,10 @@ MEMORY_MB = 1024
 GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # QEMU and virtiofsd run niced: the running kernel's column runs natively beside the guests
 # (kernels/cli/matrix.py), and its timing oracles must get a core the moment they wake up.
-# A niced guest loses nothing while a core is idle; it only yields to the host's tests.
-GUEST_NICE = ("nice", "-n", "10")
+# A niced guest loses nothing while a core is idle; it only yields to the host's tests. Each
+# guest process leads a session of its own, so its autogroup is niced too
+# (netregress.process.lower_priority): without that the nice value had no effect at all.
+GUEST_NICE = 10
 
 
 def accel_args(accel: Accel) -> list[str]:
@@ -88,7 +90,7 @@ class InitramfsLauncher:
             "console=ttyS0 loglevel=5 panic=-1 oops=panic reboot=t mitigations=off no_timer_check"
         )
         argv = [
-            *GUEST_NICE, tools.qemu(), "-M", "pc", *accel_args(accel), "-smp", str(self.smp),
+            tools.qemu(), "-M", "pc", *accel_args(accel), "-smp", str(self.smp),
             "-m", f"{MEMORY_MB}M", "-nodefaults", "-no-reboot", "-display", "none",
             "-object", f"memory-backend-memfd,id=mem,size={MEMORY_MB}M,share=on",
             "-numa", "node,memdev=mem",
@@ -127,17 +129,18 @@ class InitramfsLauncher:
                     (sockets[1], str(out_dir), ["--cache=never"]),
                 ):
                     argv = [
-                        *GUEST_NICE, tools.virtiofsd(), f"--socket-path={socket}",
+                        tools.virtiofsd(), f"--socket-path={socket}",
                         f"--shared-dir={shared}",
                         "--sandbox=none", "--no-announce-submounts", "--log-level=error", *extra,
                     ]  # fmt: skip
-                    procs.append(self.children.spawn(argv, log, idle=waiting is not None))
+                    idle = waiting is not None
+                    procs.append(self.children.spawn(argv, log, nice=GUEST_NICE, idle=idle))
                     # at idle priority it may wait for CPU time as long as a boot may
                     patience = BOOT_TIMEOUT if waiting is not None else 10.0
                     self._wait_socket(procs[-1], socket, work / "virtiofsd.log", patience)
             with (work / "qemu.log").open("wb") as log:
                 argv = self._qemu_argv(kernel, out_dir, sockets, boot.accel)
-                qemu = self.children.spawn(argv, log, idle=waiting is not None)
+                qemu = self.children.spawn(argv, log, nice=GUEST_NICE, idle=waiting is not None)
                 procs.append(qemu)
                 status("booting ahead, at idle priority" if waiting else "booting")
                 boot_seconds, hang = self._watch(

@@ -189,14 +189,16 @@ def _autogroup_nice(pid: int) -> int | None:
 @pytest.mark.skipif(os.geteuid() != 0, reason="lifting a priority needs CAP_SYS_NICE")
 def test_idle_priority_holds_a_session_child_back_until_lifted() -> None:
     """Policy and autogroup both: alone in its session's autogroup, a SCHED_IDLE child would
-    still get an equal share of the CPU."""
-    proc = process.Process(["sleep", "30"], new_session=True, setup=process.idle_priority)
+    still get an equal share of the CPU. Lifted, the autogroup takes the child's nice value."""
+    setup = process.lower_priority(nice=10, idle=True)
+    proc = process.Process(["sleep", "30"], new_session=True, setup=setup)
     try:
         assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
         assert _autogroup_nice(proc.pid) in (19, None)
         process.lift_priority(proc.pid)
         assert os.sched_getscheduler(proc.pid) == os.SCHED_OTHER
-        assert _autogroup_nice(proc.pid) in (0, None)
+        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == 10
+        assert _autogroup_nice(proc.pid) in (10, None)
     finally:
         proc.stop()
     with pytest.raises(ProcessLookupError):
@@ -206,9 +208,10 @@ def test_idle_priority_holds_a_session_child_back_until_lifted() -> None:
 def test_idle_priority_never_touches_the_parents_autogroup() -> None:
     """A child in our session shares our autogroup: only its own policy changes."""
     ours = _autogroup_nice(os.getpid())
-    proc = process.Process(["sleep", "30"], setup=process.idle_priority)
+    proc = process.Process(["sleep", "30"], setup=process.lower_priority(nice=5, idle=True))
     try:
         assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
+        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == 5
         assert _autogroup_nice(os.getpid()) == ours
     finally:
         proc.stop()
