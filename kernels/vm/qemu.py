@@ -27,12 +27,6 @@ from netregress.process import Process, lift_priority
 BOOT_TIMEOUT = 120.0  # seconds from QEMU start to the guest's `booted` marker
 MEMORY_MB = 1024
 GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# QEMU and virtiofsd run niced: the running kernel's column runs natively beside the guests
-# (kernels/cli/matrix.py), and its timing oracles must get a core the moment they wake up.
-# A niced guest loses nothing while a core is idle; it only yields to the host's tests. Each
-# guest process leads a session of its own, so its autogroup is niced too
-# (netregress.process.lower_priority): without that the nice value had no effect at all.
-GUEST_NICE = 10
 
 
 def accel_args(accel: Accel) -> list[str]:
@@ -134,13 +128,13 @@ class InitramfsLauncher:
                         "--sandbox=none", "--no-announce-submounts", "--log-level=error", *extra,
                     ]  # fmt: skip
                     idle = waiting is not None
-                    procs.append(self.children.spawn(argv, log, nice=GUEST_NICE, idle=idle))
+                    procs.append(self.children.spawn(argv, log, idle=idle))
                     # at idle priority it may wait for CPU time as long as a boot may
                     patience = BOOT_TIMEOUT if waiting is not None else 10.0
                     self._wait_socket(procs[-1], socket, work / "virtiofsd.log", patience)
             with (work / "qemu.log").open("wb") as log:
                 argv = self._qemu_argv(kernel, out_dir, sockets, boot.accel)
-                qemu = self.children.spawn(argv, log, nice=GUEST_NICE, idle=waiting is not None)
+                qemu = self.children.spawn(argv, log, idle=waiting is not None)
                 procs.append(qemu)
                 status("booting ahead, at idle priority" if waiting else "booting")
                 boot_seconds, hang = self._watch(
