@@ -228,6 +228,67 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+_AUTOGROUP_IDLE = 19  # the lowest nice value of a whole autogroup (/proc/PID/autogroup)
+
+
+def lower_priority(nice: int = 0, idle: bool = False) -> Callable[[], None]:
+    """A child's *setup* (it runs before exec): *nice* it, and with *idle* run it only on CPU
+    time nobody else wants (``SCHED_IDLE``), so that work started ahead of its turn never
+    delays what runs now; :func:`lift_priority` ends the idle part (``CAP_SYS_NICE``).
+
+    Why the autogroup too: where the kernel groups tasks by session (``CONFIG_SCHED_AUTOGROUP``,
+    on in most distributions) a child in a session of its own (``new_session``) is alone in its
+    autogroup, and autogroups share the CPU by their own nice value, whatever the nice values
+    and policies inside (measured here: a busy loop in another session halves a task's speed
+    at nice 10 or ``SCHED_IDLE`` alike). So a child that leads its own session also gives its
+    autogroup its nice value, or the lowest while idle. A child in our session shares our
+    autogroup, which is left alone."""
+
+    def setup() -> None:
+        if nice:
+            os.nice(nice)
+        if idle:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        if (nice or idle) and os.getsid(0) == os.getpid():
+            _set_autogroup_nice(os.getpid(), _AUTOGROUP_IDLE if idle else nice)
+
+    return setup
+
+
+def lift_priority(pid: int) -> None:
+    """End the idle part of :func:`lower_priority` for process *pid*: every thread back to
+    ``SCHED_OTHER`` (nice values kept), and its own autogroup, if it leads one, to the process's
+    nice value. The threads are lifted one by one, so it looks again until none is left idle
+    (an idle thread may have started another meanwhile). Raises PermissionError without
+    ``CAP_SYS_NICE``, ProcessLookupError once the process is gone."""
+    while True:
+        try:
+            threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+        except FileNotFoundError:
+            raise ProcessLookupError(errno.ESRCH, f"no process {pid}") from None
+        lifted = 0
+        for tid in threads:
+            try:
+                if os.sched_getscheduler(tid) == os.SCHED_IDLE:
+                    os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+                    lifted += 1
+            except ProcessLookupError:  # that thread ended
+                continue
+        if not lifted:
+            break
+    if os.getsid(pid) == pid:
+        _set_autogroup_nice(pid, os.getpriority(os.PRIO_PROCESS, pid))
+
+
+def _set_autogroup_nice(pid: int, nice: int) -> None:
+    """Without autogroups (no such file) there is nothing to set."""
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as handle:
+            handle.write(str(nice))
+    except FileNotFoundError:
+        pass
+
+
 class Process(subprocess.Popen[bytes]):
     """A child we started: dies with us, and :meth:`stop` stops it by PID.
 

@@ -7,36 +7,20 @@ a new network namespace, which a test runner's own process must never do.
 
 import os
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from .config import Config
+from .engine_process import start_run
 from .errors import PacketdrillError, UsageError
 from .loader import CliOptions, load_config
-from .netenv import run_child
+from .netenv import finish
 from .result import RunResult
 from .tolerance import Tolerance
 from .upstream import run_upstream
 
 DEFAULT_TIMEOUT = 180.0  # like upstream's run_all.py: a blocking call can hang the engine
-
-# The engine needs only the standard library, so its process starts without `site` (-S):
-# the virtualenv's hooks cost 1.5-2 s per start in a TCG guest, once per script run. Without
-# them the package is found through the folder that holds it, handed to a `-m`-like start.
-_PACKAGE = __name__.rsplit(".", 1)[0]
-_HOME = str(Path(__file__).resolve().parents[__name__.count(".")])
-_RUN_AS_MAIN = (
-    "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
-    f"runpy.run_module({_PACKAGE!r}, run_name='__main__', alter_sys=True)"
-)
-
-
-def engine_command() -> list[str]:
-    """argv prefix that runs the builtin engine's command line in a new process."""
-    return [sys.executable, "-S", "-c", _RUN_AS_MAIN, _HOME]
 
 
 @dataclass
@@ -103,12 +87,13 @@ def _run_child(backend: Backend, path: str, options: CliOptions, timeout: float)
         return backend.run(path, options, timeout)
     fd, json_path = tempfile.mkstemp(prefix="netregress-pd-", suffix=".json")
     os.close(fd)
-    argv = engine_command() + [f"--result_json={json_path}"]
-    argv += [f"--{name}" if value is None else f"--{name}={value}" for name, value in options]
-    argv.append(path)
+    args = [f"--result_json={json_path}"]
+    args += [f"--{name}" if value is None else f"--{name}={value}" for name, value in options]
+    args.append(path)
     started = time.monotonic()
     try:
-        child = run_child(argv, path, timeout)
+        proc, handover = start_run(args, os.path.dirname(path))
+        child = finish(proc, timeout, handover)
         if child.timed_out:
             return RunResult(
                 path,

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .backend import engine_command
+from .engine_process import engine_command
 
 _EVENTS = 200
 _PERIOD = 0.005

@@ -47,8 +47,14 @@ def run_child(argv: list[str], script: str, timeout: float) -> ChildRun:
         stderr=subprocess.PIPE,
         cwd=os.path.dirname(os.path.abspath(script)),
     )
+    return finish(proc, timeout)
+
+
+def finish(proc: Process, timeout: float, given: bytes | None = None) -> ChildRun:
+    """Write *given* to a started child's stdin, then collect its output and status; killed
+    after *timeout* seconds."""
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
+        stdout, stderr = proc.communicate(given, timeout=timeout)
         status, timed_out = proc.returncode, False
     except subprocess.TimeoutExpired:
         proc.kill()

@@ -5,12 +5,13 @@ reach the machine's own apt sources (an `apt upgrade` would pull sid), and nothi
 installed into /boot. `apt-get download` + `dpkg-deb -x` give the files without installing.
 """
 
+import hashlib
 import json
 import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from kernels.acquire.catalog import DebianKernel
@@ -163,6 +164,29 @@ def kernel_packages(apt: AptSuite, flavour: str) -> list[Package]:
     return sorted(seen.values(), key=lambda package: package.name)
 
 
+def _resolved(apt: AptSuite, flavour: str, status: Status) -> list[Package]:
+    """:func:`kernel_packages`, remembered for as long as the suite's lists are the same files.
+
+    Why: the resolution runs apt-cache over the whole index several times (1-3 s per suite),
+    and every matrix run does it for every kernel before the first guest can boot. The same
+    lists give the same answer, so it is kept next to them, keyed by their names, sizes and
+    modification times; `refresh` replacing a list changes the key."""
+    lists = sorted(path for path in (apt.root / "lists").iterdir() if path.is_file())
+    state = [(path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in lists]
+    key = hashlib.sha256(json.dumps(state).encode()).hexdigest()
+    memo = apt.root / f"resolved-{flavour}.json"
+    try:
+        saved = json.loads(memo.read_text())
+        if saved["lists"] == key:
+            return [Package(**package) for package in saved["packages"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # none yet, or unreadable: resolve again
+    status(f"resolving linux-image-{flavour} in {apt.suite}")
+    packages = kernel_packages(apt, flavour)
+    memo.write_text(json.dumps({"lists": key, "packages": [asdict(p) for p in packages]}))
+    return packages
+
+
 def _find_tree(root: Path) -> tuple[Path, Path]:
     """(vmlinuz, modules dir) in an extracted tree: boot/ + (usr/)lib/modules, or sid's layout."""
     bases = (root / "usr/lib/modules", root / "lib/modules")
@@ -213,8 +237,7 @@ def fetch_debian(spec: DebianKernel, status: Status) -> BootableKernel:
     apt = AptSuite(spec.suite)
     with locked(apt.root / "lock"):
         apt.refresh(status)
-        status(f"resolving linux-image-{spec.flavour} in {spec.suite}")
-        packages = kernel_packages(apt, spec.flavour)
+        packages = _resolved(apt, spec.flavour, status)
     version = packages[0].version
     dest = cache_dir("debian", f"{spec.suite}-{spec.flavour}") / version
     meta = dest / "kernel.json"

@@ -72,6 +72,7 @@ GUEST_PHASES = (
     ("plugin + conftest imports", "pytest-core", "plugins-imported"),
     ("configure + session start (calibration)", "plugins-imported", "configured"),
     ("collection (test module imports)", "configured", "collected"),
+    ("booted ahead: waiting for a free slot", "collected", "gate-opened"),
 )  # fmt: skip
 TEST_PHASES = (("per-test fixture set-up", "setup"), ("test bodies", "call"),
                ("per-test teardown", "teardown"))  # fmt: skip
@@ -99,7 +100,7 @@ def phase_rows(log: phases.Log, boot: float | None, total: float) -> list[tuple[
         rows.append(("virtiofsd + QEMU + firmware (host clock)", boot - userspace))
     rows += [(label, _span(stamps, first, last)) for label, first, last in GUEST_PHASES]
     rows += [(label, log.sums.get(when)) for label, when in TEST_PHASES]
-    loop = _span(stamps, "collected", "tests-done")
+    loop = _span(stamps, "gate-opened" if "gate-opened" in stamps else "collected", "tests-done")
     if loop is not None and len(log.sums) == len(TEST_PHASES):
         rows.append(("between tests (reports, result log)", loop - sum(log.sums.values())))
     rows += [(label, _span(stamps, first, last)) for label, first, last in AFTER_TESTS]

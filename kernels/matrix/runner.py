@@ -33,7 +33,7 @@ from kernels.vm import phases
 from kernels.vm.accel import choose_accel
 from kernels.vm.console import Crash, tail
 from kernels.vm.initramfs import GUEST_OUT
-from kernels.vm.launcher import Boot, GuestCommand, Launcher
+from kernels.vm.launcher import Boot, Gate, GuestCommand, Launcher
 from kernels.vm.procs import Children
 from netregress.errors import NetregressError
 
@@ -82,7 +82,7 @@ def _pytest_argv(options: RunOptions, out: str) -> list[str]:
     return [
         sys.executable, "-m", "pytest", "-p", "netregress.plugins", *options.pytest_args,
         f"--junitxml={out}/junit.xml", *reportlog.pytest_args(out), "-p", "no:cacheprovider",
-        "-p", "kernels.vm.phases",
+        "-p", "kernels.vm.phases", "-p", "kernels.vm.gate",
     ]  # fmt: skip
 
 
@@ -144,6 +144,7 @@ def _in_vm(
     run: KernelRun,
     launcher: Launcher,
     status: Status,
+    gate: Gate | None,
 ) -> int | None:
     accel = choose_accel(options.accel, kernel, launcher, status)
     run.accel = accel
@@ -154,7 +155,8 @@ def _in_vm(
         env=guest_env(kernel, options, accel, GUEST_OUT),
         modules=GUEST_MODULES,
     )
-    result = launcher.run(Boot(kernel, command, run.out_dir, accel, options.timeout), status)
+    boot = Boot(kernel, command, run.out_dir, accel, options.timeout, gate)
+    result = launcher.run(boot, status)
     run.boot_seconds, run.total_seconds = result.boot_seconds, result.total_seconds
     run.problem = result.crash
     return result.exit_status
@@ -167,8 +169,10 @@ def run_kernel(
     launcher: Launcher,
     children: Children,
     status: Status,
+    gate: Gate | None = None,
 ) -> KernelRun:
-    """Run the selected tests on one kernel; every failure mode ends in a KernelRun."""
+    """Run the selected tests on one kernel; every failure mode ends in a KernelRun. A guest
+    with a `gate` may boot ahead of its turn (kernels/matrix/slots.py)."""
     run = KernelRun(name=spec.name, out_dir=out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("junit.xml", reportlog.REPORT_LOG, reportlog.PROGRESS_LOG):
@@ -183,7 +187,7 @@ def run_kernel(
             status("running on the host")
             exit_status = _on_host(run.kernel, options, run, children)
         else:
-            exit_status = _in_vm(run.kernel, options, run, launcher, status)
+            exit_status = _in_vm(run.kernel, options, run, launcher, status, gate)
     except NetregressError as exc:  # a KernelsError, or the process core refusing to spawn
         run.problem = Crash(f"cannot run: {exc}", "")
         return run

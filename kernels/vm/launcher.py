@@ -40,15 +40,26 @@ class GuestResult:
     crash: Crash | None = None
 
 
+class Gate(Protocol):
+    """When a guest booted ahead of its turn may run its tests (kernels/matrix/slots.py)."""
+
+    def opened(self) -> bool:
+        """True once the turn came (polled; stays True)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Boot:
-    """One guest run: the kernel, what to run in it, where results go, how, and how long."""
+    """One guest run: the kernel, what to run in it, where results go, how, and how long.
+    With a `gate` not yet open, the guest boots at idle priority and waits before its tests
+    (kernels/vm/gate.py); `timeout` then counts from the opening."""
 
     kernel: BootableKernel
     command: GuestCommand
     out_dir: Path
     accel: Accel
     timeout: float
+    gate: Gate | None = None
 
 
 class Launcher(Protocol):

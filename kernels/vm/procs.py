@@ -36,12 +36,17 @@ class Children:
         log: IO[bytes] | None = None,
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
+        nice: int = 0,
+        idle: bool = False,
     ) -> Process:
-        """Start `argv` (stdout+stderr to `log`), tied to our life and recorded in a pidfile."""
+        """Start `argv` (stdout+stderr to `log`), tied to our life and recorded in a pidfile;
+        `nice` and `idle` as `process.lower_priority` takes them (a guest booted ahead is idle
+        until `process.lift_priority`)."""
         stdout = log if log is not None else subprocess.DEVNULL
         return self._group.spawn(
-            argv, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env, new_session=True
-        )
+            argv, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env, new_session=True,
+            setup=process.lower_priority(nice, idle),
+        )  # fmt: skip
 
     def stop(self, proc: Process, grace: float = 3.0) -> None:
         """Stop one child by PID (TERM, then KILL after `grace` seconds) and drop its pidfile."""

@@ -16,20 +16,17 @@ from kernels.acquire.kernel import BootableKernel
 from kernels.errors import KernelsError
 from kernels.progress import Status
 from kernels.vm import console as console_scan
+from kernels.vm import gate
 from kernels.vm.initramfs import GUEST_OUT, OUT_TAG, ROOT_TAG, initramfs_for
-from kernels.vm.launcher import Accel, Boot, GuestCommand, GuestResult
+from kernels.vm.launcher import Accel, Boot, Gate, GuestCommand, GuestResult
 from kernels.vm.phases import FILE as PHASES_FILE
 from kernels.vm.phases import shell_stamp
 from kernels.vm.procs import Children, scratch_dir
-from netregress.process import Process
+from netregress.process import Process, lift_priority
 
 BOOT_TIMEOUT = 120.0  # seconds from QEMU start to the guest's `booted` marker
 MEMORY_MB = 1024
 GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# QEMU and virtiofsd run niced: the running kernel's column runs natively beside the guests
-# (kernels/cli/matrix.py), and its timing oracles must get a core the moment they wake up.
-# A niced guest loses nothing while a core is idle; it only yields to the host's tests.
-GUEST_NICE = ("nice", "-n", "10")
 
 
 def accel_args(accel: Accel) -> list[str]:
@@ -39,15 +36,17 @@ def accel_args(accel: Accel) -> list[str]:
     return ["-accel", "tcg,thread=multi", "-cpu", "max"]
 
 
-def guest_script(command: GuestCommand) -> str:
-    """The shell script the guest init runs (inside the overlaid host root)."""
+def guest_script(command: GuestCommand, gated: bool = False) -> str:
+    """The shell script the guest init runs (inside the overlaid host root); `gated`: the
+    guest boots ahead of its turn and its tests wait at the gate (kernels/vm/gate.py)."""
     phases = f"{GUEST_OUT}/{PHASES_FILE}"
+    env = {**command.env, gate.ENV: f"{GUEST_OUT}/{gate.FILE}"} if gated else command.env
     lines = [
         "#!/bin/sh",
         f": > {GUEST_OUT}/booted",
         shell_stamp("userspace", phases),
         f"export PATH={GUEST_PATH} HOME=/root TERM=dumb LANG=C.UTF-8",
-        *(f"export {key}={shlex.quote(value)}" for key, value in sorted(command.env.items())),
+        *(f"export {key}={shlex.quote(value)}" for key, value in sorted(env.items())),
     ]
     if command.modules:
         modules = " ".join(command.modules)
@@ -67,8 +66,8 @@ class InitramfsLauncher:
         self.children = children
         self.smp = smp
 
-    def _wait_socket(self, proc: Process, socket: Path, log: Path) -> None:
-        deadline = time.monotonic() + 10
+    def _wait_socket(self, proc: Process, socket: Path, log: Path, patience: float) -> None:
+        deadline = time.monotonic() + patience
         while not socket.exists():
             if proc.poll() is not None or time.monotonic() > deadline:
                 detail = console_scan.tail(log.read_text(), 5)
@@ -85,7 +84,7 @@ class InitramfsLauncher:
             "console=ttyS0 loglevel=5 panic=-1 oops=panic reboot=t mitigations=off no_timer_check"
         )
         argv = [
-            *GUEST_NICE, tools.qemu(), "-M", "pc", *accel_args(accel), "-smp", str(self.smp),
+            tools.qemu(), "-M", "pc", *accel_args(accel), "-smp", str(self.smp),
             "-m", f"{MEMORY_MB}M", "-nodefaults", "-no-reboot", "-display", "none",
             "-object", f"memory-backend-memfd,id=mem,size={MEMORY_MB}M,share=on",
             "-numa", "node,memdev=mem",
@@ -105,13 +104,14 @@ class InitramfsLauncher:
         kernel, out_dir = boot.kernel, boot.out_dir
         assert kernel.modules is not None
         out_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("booted", "exit-status", "console.log", PHASES_FILE):
+        for stale in ("booted", "exit-status", "console.log", PHASES_FILE, gate.FILE):
             (out_dir / stale).unlink(missing_ok=True)
         (out_dir / "boot.env").write_text(
             f"NR_RELEASE={shlex.quote(kernel.release)}\n"
             f"NR_MODULES={shlex.quote(str(kernel.modules.resolve()))}\n"
         )
-        (out_dir / "guest.sh").write_text(guest_script(boot.command))
+        waiting = boot.gate if boot.gate is not None and not boot.gate.opened() else None
+        (out_dir / "guest.sh").write_text(guest_script(boot.command, gated=waiting is not None))
         work = scratch_dir()
         sockets = (work / "root.sock", work / "out.sock")
         procs: list[Process] = []
@@ -123,18 +123,23 @@ class InitramfsLauncher:
                     (sockets[1], str(out_dir), ["--cache=never"]),
                 ):
                     argv = [
-                        *GUEST_NICE, tools.virtiofsd(), f"--socket-path={socket}",
+                        tools.virtiofsd(), f"--socket-path={socket}",
                         f"--shared-dir={shared}",
                         "--sandbox=none", "--no-announce-submounts", "--log-level=error", *extra,
                     ]  # fmt: skip
-                    procs.append(self.children.spawn(argv, log))
-                    self._wait_socket(procs[-1], socket, work / "virtiofsd.log")
+                    idle = waiting is not None
+                    procs.append(self.children.spawn(argv, log, idle=idle))
+                    # at idle priority it may wait for CPU time as long as a boot may
+                    patience = BOOT_TIMEOUT if waiting is not None else 10.0
+                    self._wait_socket(procs[-1], socket, work / "virtiofsd.log", patience)
             with (work / "qemu.log").open("wb") as log:
                 argv = self._qemu_argv(kernel, out_dir, sockets, boot.accel)
-                qemu = self.children.spawn(argv, log)
+                qemu = self.children.spawn(argv, log, idle=waiting is not None)
                 procs.append(qemu)
-                status("booting")
-                boot_seconds, hang = self._watch(qemu, out_dir, start, boot.timeout, status)
+                status("booting ahead, at idle priority" if waiting else "booting")
+                boot_seconds, hang = self._watch(
+                    procs, out_dir, start, boot.timeout, waiting, status
+                )
             total = time.monotonic() - start
             qemu_log = (work / "qemu.log").read_text(errors="replace")
         finally:
@@ -145,28 +150,46 @@ class InitramfsLauncher:
 
     def _watch(
         self,
-        qemu: Process,
+        procs: list[Process],
         out_dir: Path,
         start: float,
         timeout: float,
+        waiting: Gate | None,
         status: Status,
     ) -> tuple[float | None, str | None]:
-        """Wait for QEMU to exit; (boot seconds, hang description or None)."""
+        """Wait for QEMU (the last of `procs`) to exit; (boot seconds, hang description or
+        None). A guest `waiting` for its turn has no time limit until the turn came."""
+        qemu = procs[-1]
         boot_seconds: float | None = None
         boot_timeout = min(BOOT_TIMEOUT, timeout)
+        limits_from = start
         while qemu.poll() is None:
-            elapsed = time.monotonic() - start
+            now = time.monotonic()
             if boot_seconds is None and (out_dir / "booted").exists():
-                boot_seconds = elapsed
-                status("running")
-            if boot_seconds is None and elapsed > boot_timeout:
+                boot_seconds = now - start
+                status("booted ahead, waiting for a free slot" if waiting else "running")
+            if waiting is not None and waiting.opened():
+                _open_gate(procs, out_dir)
+                waiting, limits_from = None, now
+                status("running" if boot_seconds is not None else "booting")
+            if waiting is None and boot_seconds is None and now - limits_from > boot_timeout:
                 return None, f"hung boot: no guest userspace after {boot_timeout:.0f} s"
-            if elapsed > timeout:
+            if waiting is None and now - limits_from > timeout:
                 return boot_seconds, f"timeout: the guest ran longer than {timeout:.0f} s"
             time.sleep(0.05)
         if boot_seconds is None and (out_dir / "booted").exists():
             boot_seconds = time.monotonic() - start
         return boot_seconds, None
+
+
+def _open_gate(procs: list[Process], out_dir: Path) -> None:
+    """A guest's turn came: its processes get their ordinary priority, then its tests may go."""
+    for proc in procs:
+        try:
+            lift_priority(proc.pid)
+        except ProcessLookupError:
+            pass  # it ended: the watch reports how
+    (out_dir / gate.FILE).touch()
 
 
 def verdict(

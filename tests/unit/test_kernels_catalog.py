@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from kernels.acquire import debian
 from kernels.acquire.catalog import (
     DebianKernel,
     PathKernel,
@@ -121,3 +122,30 @@ def test_path_kernel_without_modules_says_how_to_fix(tmp_path: Path) -> None:
 def test_source_kind_that_is_not_a_kernel_tree_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(KernelsError, match="is not a kernel source tree"):
         fetch(SourceKernel("net-next", tmp_path), print)
+
+
+class _Lists:
+    """A suite's apt as `_resolved` sees it: a lists folder and a counted resolution."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.suite, self.asked = root, "sid", 0
+        (root / "lists").mkdir()
+        (root / "lists" / "Packages").write_text("index v1")
+
+    def newest(self, package: str) -> str:
+        self.asked += 1
+        return "1.0"
+
+    def record(self, package: str, version: str) -> dict[str, str]:
+        return {"Size": "10", "Depends": ""}
+
+
+def test_a_resolution_is_reused_while_the_lists_stay_the_same(tmp_path: Path) -> None:
+    apt = _Lists(tmp_path)
+    first = debian._resolved(apt, "cloud-amd64", lambda _: None)  # type: ignore[arg-type]
+    again = debian._resolved(apt, "cloud-amd64", lambda _: None)  # type: ignore[arg-type]
+    assert first == again == [debian.Package("linux-image-cloud-amd64", "1.0", 10)]
+    assert apt.asked == 1
+    (tmp_path / "lists" / "Packages").write_text("index v2, one byte longer")
+    debian._resolved(apt, "cloud-amd64", lambda _: None)  # type: ignore[arg-type]
+    assert apt.asked == 2

@@ -21,6 +21,7 @@ from kernels import tools
 from kernels.errors import KernelsError
 from kernels.matrix import reportlog
 from kernels.paths import REPO_ROOT
+from kernels.vm import gate, phases
 
 KERNEL = "bookworm-6.1"
 
@@ -227,3 +228,37 @@ def _check_ktap_and_kcidb(out: Path) -> None:
     builds = {b["id"].split(":")[2]: b for b in data["builds"]}
     assert builds[KERNEL]["misc"]["version"].startswith("6.1.")
     assert builds["bogus"]["status"] == "MISS"
+
+
+def test_a_guest_without_a_slot_boots_ahead_and_runs_its_tests_after_its_turn(
+    tmp_path: Path,
+) -> None:
+    """`--jobs 1`, two guests: the second boots beside the first at idle priority, collects,
+    and runs its first test only once the first guest has ended (kernels/matrix/slots.py)."""
+    demo = tmp_path / "demo" / "test_turn.py"
+    demo.parent.mkdir()
+    demo.write_text("def test_passes():\n    pass\n")
+    catalog = tmp_path / "matrix.toml"
+    catalog.write_text(
+        "".join(
+            f'[kernels.{name}]\nkind = "debian"\nsuite = "bookworm"\nflavour = "cloud-amd64"\n'
+            for name in ("turn-a", "turn-b")
+        )
+    )
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [str(REPO_ROOT / "scripts/matrix"), "--catalog", str(catalog), "--jobs", "1",
+         "--output", str(out), str(demo)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    gated = [name for name in ("turn-a", "turn-b") if (out / name / gate.FILE).exists()]
+    assert len(gated) == 1, "exactly one guest waited for a slot"
+    (second,) = gated
+    (first,) = {"turn-a", "turn-b"} - {second}
+    stamps = phases.read(out / second / phases.FILE).stamps
+    assert stamps["collected"] < stamps["gate-opened"] < stamps["tests-done"]
+    first_ended = (out / first / "exit-status").stat().st_mtime
+    assert (out / second / gate.FILE).stat().st_mtime >= first_ended
+    assert "gate-opened" not in phases.read(out / first / phases.FILE).stamps
+    assert _processes_mentioning(str(out)) == []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from scapy.utils import rdpcap
 
-from packetdrill.backend import engine_command
+from packetdrill.engine_process import engine_command
 
 UDP_SCRIPT = """\
     0 socket(..., SOCK_DGRAM, IPPROTO_UDP) = 3

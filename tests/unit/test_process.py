@@ -176,3 +176,42 @@ def test_leftovers_are_our_names_with_a_dead_owner() -> None:
     assert process.leftovers([f"{naming.PREFIX}{os.getpid()}s1-f"]) == [
         f"{naming.PREFIX}{os.getpid()}s1-f"
     ]  # our PID, another start time: a dead run's
+
+
+def _autogroup_nice(pid: int) -> int | None:
+    """The nice value of *pid*'s autogroup, None where the kernel has no autogroups."""
+    try:
+        return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
+    except FileNotFoundError:
+        return None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="lifting a priority needs CAP_SYS_NICE")
+def test_idle_priority_holds_a_session_child_back_until_lifted() -> None:
+    """Policy and autogroup both: alone in its session's autogroup, a SCHED_IDLE child would
+    still get an equal share of the CPU. Lifted, the autogroup takes the child's nice value."""
+    setup = process.lower_priority(nice=10, idle=True)
+    proc = process.Process(["sleep", "30"], new_session=True, setup=setup)
+    try:
+        assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
+        assert _autogroup_nice(proc.pid) in (19, None)
+        process.lift_priority(proc.pid)
+        assert os.sched_getscheduler(proc.pid) == os.SCHED_OTHER
+        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == 10
+        assert _autogroup_nice(proc.pid) in (10, None)
+    finally:
+        proc.stop()
+    with pytest.raises(ProcessLookupError):
+        process.lift_priority(proc.pid)
+
+
+def test_idle_priority_never_touches_the_parents_autogroup() -> None:
+    """A child in our session shares our autogroup: only its own policy changes."""
+    ours = _autogroup_nice(os.getpid())
+    proc = process.Process(["sleep", "30"], setup=process.lower_priority(nice=5, idle=True))
+    try:
+        assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
+        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == 5
+        assert _autogroup_nice(os.getpid()) == ours
+    finally:
+        proc.stop()
