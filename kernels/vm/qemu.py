@@ -75,7 +75,12 @@ class InitramfsLauncher:
             time.sleep(0.02)
 
     def _qemu_argv(
-        self, kernel: BootableKernel, out_dir: Path, sockets: tuple[Path, Path], accel: Accel
+        self,
+        kernel: BootableKernel,
+        out_dir: Path,
+        sockets: tuple[Path, Path],
+        accel: Accel,
+        ahead: bool,
     ) -> list[str]:
         assert kernel.image is not None
         # no_timer_check: on a loaded host a TCG guest misses the IO-APIC timer check's
@@ -83,6 +88,8 @@ class InitramfsLauncher:
         append = (
             "console=ttyS0 loglevel=5 panic=-1 oops=panic reboot=t mitigations=off no_timer_check"
         )
+        if ahead:  # starved on purpose until its turn: see kernels/vm/gate.py
+            append += " " + " ".join(gate.DETECTORS_OFF)
         argv = [
             tools.qemu(), "-M", "pc", *accel_args(accel), "-smp", str(self.smp),
             "-m", f"{MEMORY_MB}M", "-nodefaults", "-no-reboot", "-display", "none",
@@ -133,7 +140,7 @@ class InitramfsLauncher:
                     patience = BOOT_TIMEOUT if waiting is not None else 10.0
                     self._wait_socket(procs[-1], socket, work / "virtiofsd.log", patience)
             with (work / "qemu.log").open("wb") as log:
-                argv = self._qemu_argv(kernel, out_dir, sockets, boot.accel)
+                argv = self._qemu_argv(kernel, out_dir, sockets, boot.accel, waiting is not None)
                 qemu = self.children.spawn(argv, log, idle=waiting is not None)
                 procs.append(qemu)
                 status("booting ahead, at idle priority" if waiting else "booting")

@@ -230,14 +230,24 @@ def _check_ktap_and_kcidb(out: Path) -> None:
     assert builds["bogus"]["status"] == "MISS"
 
 
+DETECTORS = f"""\
+from pathlib import Path
+
+def test_the_stall_detectors_are_on():
+    for name, value in {gate.DETECTORS_ON!r}:
+        assert Path(name).read_text().strip() == value, name
+"""
+
+
 def test_a_guest_without_a_slot_boots_ahead_and_runs_its_tests_after_its_turn(
     tmp_path: Path,
 ) -> None:
-    """`--jobs 1`, two guests: the second boots beside the first at idle priority, collects,
-    and runs its first test only once the first guest has ended (kernels/matrix/slots.py)."""
+    """`--jobs 1`, two guests: the second boots beside the first at idle priority (its stall
+    detectors off), collects, and runs its first test only once the first guest has ended,
+    with its detectors back on (kernels/matrix/slots.py, kernels/vm/gate.py)."""
     demo = tmp_path / "demo" / "test_turn.py"
     demo.parent.mkdir()
-    demo.write_text("def test_passes():\n    pass\n")
+    demo.write_text(DETECTORS)
     catalog = tmp_path / "matrix.toml"
     catalog.write_text(
         "".join(
