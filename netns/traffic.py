@@ -33,13 +33,30 @@ _READY_TIMEOUT = 10.0
 STDLIB_PYTHON = (sys.executable, "-S")
 
 
-def ping(ns: "Namespace", dst: str, count: int = 1, wait: float = 2) -> bool:
-    """``ping -c COUNT -W WAIT DST`` inside *ns*: True if every request got its reply."""
-    return ns.run(
-        ["ping", "-n", "-q", "-c", str(count), "-i", "0.05", "-W", str(wait), dst],
-        check=False,
-        timeout=count * 0.05 + wait + 10,
-    ).ok
+def ping(
+    ns: "Namespace",
+    dst: str,
+    count: int = 1,
+    wait: float = 2,
+    hopeless: Callable[[], bool] | None = None,
+) -> bool:
+    """``ping -c COUNT -W WAIT DST`` inside *ns*: True if every request got its reply.
+
+    A failing ping waits out *wait*. *hopeless*, polled while it runs, may end that wait: it
+    answers True only once a counter proves that no missing reply can come any more (each
+    request, or its reply, dropped where the case says it is), so it can only settle a
+    failure, never a pass."""
+    argv = ["ping", "-n", "-q", "-c", str(count), "-i", "0.05", "-W", str(wait), dst]
+    timeout = count * 0.05 + wait + 10
+    if hopeless is None:
+        return ns.run(argv, check=False, timeout=timeout).ok
+    proc = ns.spawn(argv, stderr=subprocess.DEVNULL)
+    try:
+        if not poll_until(lambda: proc.poll() is not None or hopeless(), timeout):
+            raise NetregressError(f"ping {dst} in {ns.name} ran longer than {timeout:.0f} s")
+        return proc.poll() == 0
+    finally:
+        proc.stop()
 
 
 _ECHO_SERVER = """

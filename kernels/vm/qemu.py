@@ -118,7 +118,8 @@ class InitramfsLauncher:
             f"NR_MODULES={shlex.quote(str(kernel.modules.resolve()))}\n"
         )
         waiting = boot.gate if boot.gate is not None and not boot.gate.opened() else None
-        (out_dir / "guest.sh").write_text(guest_script(boot.command, gated=waiting is not None))
+        ahead = waiting is not None  # booted ahead of its turn, at idle priority (slots.py)
+        (out_dir / "guest.sh").write_text(guest_script(boot.command, gated=ahead))
         work = scratch_dir()
         sockets = (work / "root.sock", work / "out.sock")
         procs: list[Process] = []
@@ -134,16 +135,14 @@ class InitramfsLauncher:
                         f"--shared-dir={shared}",
                         "--sandbox=none", "--no-announce-submounts", "--log-level=error", *extra,
                     ]  # fmt: skip
-                    idle = waiting is not None
-                    procs.append(self.children.spawn(argv, log, idle=idle))
+                    procs.append(self.children.spawn(argv, log, idle=ahead))
                     # at idle priority it may wait for CPU time as long as a boot may
-                    patience = BOOT_TIMEOUT if waiting is not None else 10.0
+                    patience = BOOT_TIMEOUT if ahead else 10.0
                     self._wait_socket(procs[-1], socket, work / "virtiofsd.log", patience)
             with (work / "qemu.log").open("wb") as log:
-                argv = self._qemu_argv(kernel, out_dir, sockets, boot.accel, waiting is not None)
-                qemu = self.children.spawn(argv, log, idle=waiting is not None)
-                procs.append(qemu)
-                status("booting ahead, at idle priority" if waiting else "booting")
+                argv = self._qemu_argv(kernel, out_dir, sockets, boot.accel, ahead)
+                procs.append(self.children.spawn(argv, log, idle=ahead))
+                status("booting ahead, at idle priority" if ahead else "booting")
                 boot_seconds, hang = self._watch(
                     procs, out_dir, start, boot.timeout, waiting, status
                 )

@@ -141,3 +141,21 @@ def test_injected_frames_leave_the_namespaces_interface(veth_pair: Network) -> N
         traffic.inject_frames(veth_pair["a"], "eth0", [bytes(frame)])
         got = cap.wait_for(lambda p: p[Ether].src == "02:00:00:00:00:99")
     assert [bytes(p) for p in got] == [bytes(frame)]
+
+
+def test_ping_answered_is_true_with_or_without_hopeless(veth_pair: Network) -> None:
+    assert traffic.ping(veth_pair["a"], "10.0.0.2", count=2, hopeless=lambda: False)
+    assert traffic.ping(veth_pair["a"], "10.0.0.2", count=2)
+
+
+def test_ping_unanswered_stops_waiting_once_hopeless(veth_pair: Network) -> None:
+    """No reply can come from an address nobody has; *hopeless* saying so ends the 30 s wait
+    at its second look (a ping left to run would have been asked hundreds of times)."""
+    looks: list[None] = []
+
+    def hopeless() -> bool:
+        looks.append(None)
+        return len(looks) >= 2
+
+    assert not traffic.ping(veth_pair["a"], "10.0.0.9", count=1, wait=30, hopeless=hopeless)
+    assert len(looks) == 2
