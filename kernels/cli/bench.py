@@ -107,6 +107,8 @@ def phase_rows(log: phases.Log, boot: float | None, total: float) -> list[tuple[
     exited = stamps.get("exited")
     if boot is not None and userspace is not None and exited is not None:
         rows.append(("power-off (host clock)", total - (boot - userspace) - exited))
+    if "gate-opened" in stamps and exited is not None:  # what it adds to the matrix's wall
+        rows.append(("booted ahead: from its turn to its exit", exited - stamps["gate-opened"]))
     return rows
 
 

@@ -61,3 +61,15 @@ def test_shell_stamp_writes_a_line_read_can_parse(tmp_path: Path) -> None:
     subprocess.run(["sh", "-c", phases.shell_stamp("init", str(path), "1.25")], check=True)
     stamps = phases.read(path).stamps
     assert stamps["init"] == 1.25 and stamps["userspace"] > 0
+
+
+def test_a_guest_booted_ahead_shows_its_wait_and_what_came_after_its_turn() -> None:
+    log = phases.Log(
+        stamps={"configured": 1.0, "collected": 2.0, "gate-opened": 30.0, "tests-done": 40.0,
+                "finished": 40.5, "exited": 41.0},
+        sums={"setup": 1.0, "call": 7.0, "teardown": 1.0},
+    )  # fmt: skip
+    rows = dict(phase_rows(log, None, 0.0))
+    assert rows["booted ahead: waiting for a free slot"] == 28.0
+    assert rows["between tests (reports, result log)"] == 1.0  # from the turn, not collection
+    assert rows["booted ahead: from its turn to its exit"] == 11.0
