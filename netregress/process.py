@@ -231,32 +231,25 @@ def die_with_parent(parent: int) -> None:
 _AUTOGROUP_IDLE = 19  # the lowest nice value of a whole autogroup (/proc/PID/autogroup)
 
 
-def lower_priority(nice: int = 0, idle: bool = False) -> Callable[[], None]:
-    """A child's *setup* (it runs before exec): *nice* it, and with *idle* run it only on CPU
-    time nobody else wants (``SCHED_IDLE``), so that work started ahead of its turn never
-    delays what runs now; :func:`lift_priority` ends the idle part (``CAP_SYS_NICE``).
+def idle_priority() -> None:
+    """A child's *setup* (it runs before exec): run it only on CPU time nobody else wants
+    (``SCHED_IDLE``), so that work started ahead of its turn never delays what runs now;
+    :func:`lift_priority` ends that (``CAP_SYS_NICE``).
 
     Why the autogroup too: where the kernel groups tasks by session (``CONFIG_SCHED_AUTOGROUP``,
     on in most distributions) a child in a session of its own (``new_session``) is alone in its
     autogroup, and autogroups share the CPU by their own nice value, whatever the nice values
     and policies inside (measured here: a busy loop in another session halves a task's speed
     at nice 10 or ``SCHED_IDLE`` alike). So a child that leads its own session also gives its
-    autogroup its nice value, or the lowest while idle. A child in our session shares our
-    autogroup, which is left alone."""
-
-    def setup() -> None:
-        if nice:
-            os.nice(nice)
-        if idle:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        if (nice or idle) and os.getsid(0) == os.getpid():
-            _set_autogroup_nice(os.getpid(), _AUTOGROUP_IDLE if idle else nice)
-
-    return setup
+    autogroup the lowest weight. A child in our session shares our autogroup, which is left
+    alone."""
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    if os.getsid(0) == os.getpid():
+        _set_autogroup_nice(os.getpid(), _AUTOGROUP_IDLE)
 
 
 def lift_priority(pid: int) -> None:
-    """End the idle part of :func:`lower_priority` for process *pid*: every thread back to
+    """Undo :func:`idle_priority` for process *pid*: every thread back to
     ``SCHED_OTHER`` (nice values kept), and its own autogroup, if it leads one, to the process's
     nice value. The threads are lifted one by one, so it looks again until none is left idle
     (an idle thread may have started another meanwhile). Raises PermissionError without

@@ -40,7 +40,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from netregress.process import Process, lift_priority, lower_priority
+from netregress.process import Process, idle_priority, lift_priority
 
 _PACKAGE = __name__.rsplit(".", 1)[0]
 _HOME = str(Path(__file__).resolve().parents[__name__.count(".")])
@@ -145,5 +145,5 @@ def _spawn(idle: bool) -> Process:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        setup=lower_priority(idle=True) if idle else None,
+        setup=idle_priority if idle else None,
     )

@@ -36,16 +36,15 @@ class Children:
         log: IO[bytes] | None = None,
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
-        nice: int = 0,
         idle: bool = False,
     ) -> Process:
         """Start `argv` (stdout+stderr to `log`), tied to our life and recorded in a pidfile;
-        `nice` and `idle` as `process.lower_priority` takes them (a guest booted ahead is idle
-        until `process.lift_priority`)."""
+        `idle`: at idle priority (`process.idle_priority`) until `process.lift_priority`, for a
+        guest booted ahead of its turn."""
         stdout = log if log is not None else subprocess.DEVNULL
         return self._group.spawn(
             argv, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env, new_session=True,
-            setup=process.lower_priority(nice, idle),
+            setup=process.idle_priority if idle else None,
         )  # fmt: skip
 
     def stop(self, proc: Process, grace: float = 3.0) -> None:

@@ -190,8 +190,12 @@ def _autogroup_nice(pid: int) -> int | None:
 def test_idle_priority_holds_a_session_child_back_until_lifted() -> None:
     """Policy and autogroup both: alone in its session's autogroup, a SCHED_IDLE child would
     still get an equal share of the CPU. Lifted, the autogroup takes the child's nice value."""
-    setup = process.lower_priority(nice=10, idle=True)
-    proc = process.Process(["sleep", "30"], new_session=True, setup=setup)
+
+    def nice_and_idle() -> None:
+        os.nice(10)
+        process.idle_priority()
+
+    proc = process.Process(["sleep", "30"], new_session=True, setup=nice_and_idle)
     try:
         assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
         assert _autogroup_nice(proc.pid) in (19, None)
@@ -208,10 +212,9 @@ def test_idle_priority_holds_a_session_child_back_until_lifted() -> None:
 def test_idle_priority_never_touches_the_parents_autogroup() -> None:
     """A child in our session shares our autogroup: only its own policy changes."""
     ours = _autogroup_nice(os.getpid())
-    proc = process.Process(["sleep", "30"], setup=process.lower_priority(nice=5, idle=True))
+    proc = process.Process(["sleep", "30"], setup=process.idle_priority)
     try:
         assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
-        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == 5
         assert _autogroup_nice(os.getpid()) == ours
     finally:
         proc.stop()
