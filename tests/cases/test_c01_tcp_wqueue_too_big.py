@@ -18,7 +18,10 @@ otherwise a pass would say nothing. The broken variant runs the same oracle with
 retransmission dropped by a firewall rule inside the script's namespace (the script's own
 rto_min of 2 s leaves time to put the rule in place, even in slow guests): the script then
 fails as on a buggy kernel (``Timed out waiting for packet`` at the retransmission line),
-a strict xfail.
+a strict xfail. A second broken variant lowers the route's rto_min to 200 ms: the
+retransmission then leaves ~0.3 s after the tail, before the 2 s the timer was armed for, and
+the script's early bound fails it (``timing error`` at the same line): a slow machine may
+make the RTO late, and nothing may make it early.
 
 To see it fail on the bug: build Debian's 6.1 with ``kernels/patches`` re-introducing the
 2019 limit (README, "Reproducing a field bug") and run this test with ``--kernel`` on it.
@@ -46,25 +49,40 @@ def counters(stdout: str) -> dict[str, int]:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(Tcp\w+)\s+(\d+)\s", stdout, re.M)}
 
 
-def script(tmp_path: Path, drop_retransmission: bool) -> Path:
-    """The C01 script, or a copy whose namespace drops the retransmission (broken variant)."""
-    if not drop_retransmission:
+RTO_MIN = "rto_min 2s"
+EARLY_RTO_MIN = "rto_min 200ms"
+
+
+def script(tmp_path: Path, breakage: str | None) -> Path:
+    """The C01 script, or a broken variant's copy: its namespace drops the retransmission
+    (``dropped``), or its route lets the RTO fire at 200 ms (``early``)."""
+    if breakage is None:
         return SCRIPT
     text = SCRIPT.read_text()
-    line = next(line for line in text.splitlines(keepends=True) if RETRANSMISSION in line)
+    if breakage == "dropped":
+        line = next(line for line in text.splitlines(keepends=True) if RETRANSMISSION in line)
+        text = text.replace(line, DROP_RETRANSMISSION + line)
+    else:
+        assert text.count(RTO_MIN) == 1, f"{SCRIPT.name}: expected one '{RTO_MIN}'"
+        text = text.replace(RTO_MIN, EARLY_RTO_MIN)
     copy = tmp_path / SCRIPT.name
-    copy.write_text(text.replace(line, DROP_RETRANSMISSION + line))
+    copy.write_text(text)
     return copy
 
 
 @pytest.mark.parametrize(
-    "drop_retransmission",
+    "breakage",
     [
-        pytest.param(False, id="kernel"),
+        pytest.param(None, id="kernel"),
         broken(
-            True,
+            "dropped",
             id="retransmission-dropped",
             why="a firewall rule drops the retransmission, as the buggy kernel never sends it",
+        ),
+        broken(
+            "early",
+            id="rto-early",
+            why="rto_min 200 ms: the retransmission leaves ~0.3 s after the tail, before 2 s",
         ),
     ],
 )
@@ -72,9 +90,9 @@ def test_c01_rto_retransmission_not_blocked(
     request: pytest.FixtureRequest,
     tmp_path: Path,
     record_testsuite_property,
-    drop_retransmission: bool,
+    breakage: str | None,
 ) -> None:
-    result = run_for_test(request.config, script(tmp_path, drop_retransmission), "ipv4")
+    result = run_for_test(request.config, script(tmp_path, breakage), "ipv4")
     socks = [s for s in sockets.parse(result.stdout) if "w" in s.skmem and "tb" in s.skmem]
     assert socks, f"the script's ss dump is missing:\n{result.stdout}\n{result.message}"
     skmem = socks[0].skmem
