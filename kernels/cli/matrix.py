@@ -28,7 +28,7 @@ from kernels.cli import subcommands as commands
 from kernels.errors import KernelsError
 from kernels.matrix.expectations import load_expectations
 from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
-from kernels.matrix.schedule import remember, slowest_first
+from kernels.matrix.schedule import remember, start_order
 from kernels.matrix.shard import Piece, parse_shard, plan, slice_tests
 from kernels.matrix.slots import Slots, Ticket
 from kernels.paths import cache_root
@@ -213,14 +213,14 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
         signal.signal(signum, _interrupt)
     # Every guest starts now; `jobs` of them at full speed, the rest ahead (slots.py).
     slots = Slots(jobs)
+    on_host = [piece for piece in pieces if _is_host(by_name[piece.kernel])]
+    in_vms = [piece for piece in pieces if piece not in on_host]
     guests, host = ThreadPoolExecutor(max(1, len(specs))), ThreadPoolExecutor(1)
     try:
         with board:
-            futures = {
-                piece: host.submit(one, piece, None)
-                if _is_host(by_name[piece.kernel])
-                else guests.submit(one, piece, slots.join(piece.kernel))
-                for piece in slowest_first(pieces)
+            futures = {piece: host.submit(one, piece, None) for piece in on_host} | {
+                piece: guests.submit(one, piece, slots.join(piece.kernel))
+                for piece in start_order(in_vms, jobs)
             }
             runs = [futures[piece].result() for piece in pieces]
     finally:
@@ -229,9 +229,9 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
             pool.shutdown(wait=True, cancel_futures=True)
     remember(
         {
-            run.name: run.total_seconds
+            run.name: run.timing
             for piece, run in zip(pieces, runs, strict=True)
-            if piece.count == 1 and run.problem is None
+            if piece.count == 1 and run.problem is None and run.timing is not None
         }
     )
     matrix = build(runs, rows)

@@ -28,6 +28,7 @@ from kernels.acquire.fetch import fetch
 from kernels.acquire.kernel import BootableKernel
 from kernels.matrix import bytecode, reportlog
 from kernels.matrix.results import TestResult
+from kernels.matrix.schedule import Timing, measured
 from kernels.progress import Status
 from kernels.vm import phases
 from kernels.vm.accel import choose_accel
@@ -72,6 +73,7 @@ class KernelRun:
     accel: str = "host"
     boot_seconds: float | None = None
     total_seconds: float = 0.0
+    timing: Timing | None = None  # a guest's, from its phase log, for the next run's order
 
 
 def _pytest_argv(options: RunOptions, out: str) -> list[str]:
@@ -158,6 +160,7 @@ def _in_vm(
     boot = Boot(kernel, command, run.out_dir, accel, options.timeout, gate)
     result = launcher.run(boot, status)
     run.boot_seconds, run.total_seconds = result.boot_seconds, result.total_seconds
+    run.timing = measured(phases.read(run.out_dir / phases.FILE))
     run.problem = result.crash
     return result.exit_status
 
