@@ -7,7 +7,7 @@ with ``nstat -asz`` (absolute, all zeros included, no history file touched).
 
 import difflib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from . import artifacts
@@ -29,6 +29,13 @@ def moved(ns: "Namespace", name: str, since: Mapping[str, int]) -> int:
     (counters only grow): it stops waiting instead of running into its deadline.
     """
     return snapshot(ns)[name] - since[name]
+
+
+def grown(ns: "Namespace", name: str, by: int) -> Callable[[], bool]:
+    """A check for a poll (a ping's *hopeless*): True once counter *name* of *ns* has grown by
+    *by* since this call, e.g. one drop per request sent."""
+    since = snapshot(ns)
+    return lambda: moved(ns, name, since) >= by
 
 
 class Delta(Mapping[str, int]):

@@ -32,7 +32,7 @@ import pytest
 from scapy.layers.inet import ICMP, IP
 
 from netns import Namespace
-from netns.counters import moved, snapshot
+from netns.counters import grown, moved, snapshot
 from netns.topology import Network, shapes
 from netns.traffic import STDLIB_PYTHON, ping, poll_until
 from netns.variants import broken
@@ -68,8 +68,7 @@ def overlay_ping(net: Network, hopeless: Callable[[], bool] | None = None) -> bo
 def all_dropped(ns: Namespace, counter: str) -> Callable[[], bool]:
     """The ping's failure is certain once *counter* of *ns* counted a drop per request (the
     ping in these tests is the only traffic there is): no reply can come any more."""
-    before = snapshot(ns)
-    return lambda: moved(ns, counter, before) >= PINGS
+    return grown(ns, counter, PINGS)
 
 
 @pytest.fixture

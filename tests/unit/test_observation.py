@@ -10,7 +10,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils import rdpcap, wrpcap
 
-from netns import capture, sockets, traffic
+from netns import capture, counters, sockets, traffic
 from netns.topology import Network
 
 # A bounded TCP exchange: b listens, a connects and sends, both print nothing.
@@ -159,3 +159,14 @@ def test_ping_unanswered_stops_waiting_once_hopeless(veth_pair: Network) -> None
 
     assert not traffic.ping(veth_pair["a"], "10.0.0.9", count=1, wait=30, hopeless=hopeless)
     assert len(looks) == 2
+
+
+def test_grown_says_true_once_the_counter_grew_by_enough(veth_pair: Network) -> None:
+    """The check a ping's *hopeless* polls: a counter of this namespace, from the call on."""
+    a = veth_pair["a"]
+    two_echoes = counters.grown(a, "IcmpOutEchos", 2)
+    assert not two_echoes()
+    assert traffic.ping(a, "10.0.0.2", count=1)
+    assert not two_echoes()
+    assert traffic.ping(a, "10.0.0.2", count=1)
+    assert two_echoes()
