@@ -9,9 +9,10 @@ a guest booted ahead has done it by its turn and adds only its tests. So:
 - the rest follow longest tests first, so the slot that frees first takes the longest
   remaining work (the classic longest-processing-time rule) and no slot idles at the end.
 
-Measured on this machine (session 6): ordered by whole seconds, which counted a booted-ahead
-guest's wait at the gate as its own time, the order flipped every run and the matrix took
-219 s or 235 s depending on which pair started first.
+Why not whole seconds, as before: they counted a booted-ahead guest's wait at the gate as its
+own time, so the pair that waited started first next time, and the first pair alternated from
+run to run (the matrix took 219–236 s on this machine depending on the pair). This order is
+the same every run.
 
 Each guest's two figures come from its own phase log (kernels/vm/phases.py, guest clock): its
 start-up only when it started with a slot (a guest booted ahead started at idle priority, so
