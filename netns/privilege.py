@@ -38,9 +38,17 @@ def _effective_caps() -> int:
 
 @functools.cache
 def in_initial_user_namespace() -> bool:
-    """True unless this process runs inside a user namespace (its uid_map is not identity)."""
-    with open("/proc/self/uid_map", encoding="ascii") as f:
-        return f.read().split() == _IDENTITY_MAP
+    """True unless this process runs inside a user namespace (its uid_map is not identity).
+
+    A kernel built without ``CONFIG_USER_NS`` (``scripts/build-kernel``'s own fragment leaves it
+    out) has no ``uid_map`` at all: it has only the initial user namespace, so the answer is
+    trivially yes.
+    """
+    try:
+        with open("/proc/self/uid_map", encoding="ascii") as f:
+            return f.read().split() == _IDENTITY_MAP
+    except FileNotFoundError:
+        return True
 
 
 @functools.cache

@@ -7,6 +7,6 @@ same source and run the same case, or "proven caught" would be about two differe
 from kernels.paths import REPO_ROOT
 
 PACKAGE = "linux-source-6.1"
-PATCH = REPO_ROOT / "kernels/patches/tcp-fragment-2019-wqueue-limit.patch"
+PATCH = REPO_ROOT / "kernels/mutants/tcp-c01-fragment-2019-wqueue-limit.patch"
 # The kernel-facing test only: the file's other test checks the harness, not the kernel.
 CASE = "tests/cases/test_c01_tcp_wqueue_too_big.py::test_c01_rto_retransmission_not_blocked"

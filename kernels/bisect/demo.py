@@ -4,7 +4,7 @@ Why synthetic: it proves the whole chain (git bisect run → incremental build �
 C01 case → verdict) lands on the right commit without cloning the kernel's history. The
 history is a throwaway git repo in the cache: Debian's linux-source-6.1 as the good base,
 then harmless commits (notes, a comment in a compiled file) around the one commit that
-applies kernels/patches/tcp-fragment-2019-wqueue-limit.patch.
+applies kernels/mutants/tcp-c01-fragment-2019-wqueue-limit.patch.
 """
 
 import argparse

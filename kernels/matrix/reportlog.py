@@ -100,6 +100,10 @@ def read(out_dir: Path, config: pytest.Config | None = None) -> GuestLog:
         if kind not in ("TestReport", "CollectReport"):
             continue  # SessionStart, WarningMessage
         report = hook.pytest_report_from_serializable(config=config, data=data)
+        if isinstance(report.longrepr, list):
+            # A skip's (file, line, reason) comes back from JSON as a list; every reporter
+            # (junitxml asserts it) expects the tuple a local skip carries.
+            report.longrepr = tuple(report.longrepr)
         if isinstance(report, pytest.TestReport):
             log.reports.setdefault(report.nodeid, []).append(report)
         elif isinstance(report, pytest.CollectReport) and report.failed:

@@ -23,8 +23,9 @@ retransmission then leaves ~0.3 s after the tail, before the 2 s the timer was a
 the script's early bound fails it (``timing error`` at the same line): a slow machine may
 make the RTO late, and nothing may make it early.
 
-To see it fail on the bug: build Debian's 6.1 with ``kernels/patches`` re-introducing the
-2019 limit (README, "Reproducing a field bug") and run this test with ``--kernel`` on it.
+To see it fail on the bug: build Debian's 6.1 with ``kernels/mutants/tcp-c01-*.patch``
+re-introducing the 2019 limit (README, "Reproducing a field bug") and run this test with
+``--kernel`` on it; ``scripts/check-reintroduced-bug`` does both.
 """
 
 import re

@@ -178,5 +178,5 @@ def test_result_names_keep_stock_and_patched_apart(tmp_path: Path) -> None:
     source = SourceTree(id="linux-source-6.1", path=tmp_path, owned=True, origin="test")
     assert BuildRequest(source).result_name() == "linux-source-6.1"
     patched = BuildRequest(source, patches=(PATCH,))
-    assert patched.result_name() == "linux-source-6.1+tcp-fragment-2019-wqueue-limit"
+    assert patched.result_name() == "linux-source-6.1+tcp-c01-fragment-2019-wqueue-limit"
     assert BuildRequest(source, name="mine").result_name() == "mine"

@@ -10,6 +10,7 @@ The traceback's journey through a real VM: test_kernels_vm.py.
 import signal
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Literal
 
@@ -139,3 +140,94 @@ def test_a_line_cut_short_by_the_crash_is_skipped(tmp_path: Path) -> None:
     log = reportlog.read(tmp_path)
     assert (log.reports, log.complete, log.running) == ({}, False, "t.py::test_a")
     assert reportlog.read(tmp_path / "absent") == reportlog.GuestLog()
+
+
+EVERY_OUTCOME = """
+import pytest
+
+
+@pytest.fixture
+def broken_setup():
+    raise RuntimeError("setup broke")
+
+
+@pytest.fixture
+def broken_teardown():
+    yield
+    raise RuntimeError("teardown broke")
+
+
+def test_pass():
+    print("to stdout")
+
+
+def test_fail():
+    assert 1 == 2
+
+
+def test_skip():
+    pytest.skip("no gre here")
+
+
+@pytest.mark.skip(reason="marked away")
+def test_skip_mark():
+    pass
+
+
+@pytest.mark.xfail(reason="known bug", strict=True)
+def test_xfail():
+    assert 0
+
+
+@pytest.mark.xfail(reason="oracle proof", strict=True)
+def test_xpass_strict():
+    pass
+
+
+def test_setup_error(broken_setup):
+    pass
+
+
+def test_teardown_error(broken_teardown):
+    pass
+"""
+
+
+def _junit_cases(path: Path) -> dict[str, tuple[str, ...]]:
+    """testcase name → the kinds of its child elements and their messages (no times)."""
+    cases: dict[str, tuple[str, ...]] = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        kinds = tuple(
+            f"{child.tag}:{child.get('type', '')}:{child.get('message', '')}"
+            for child in case if child.tag not in ("system-out", "system-err", "properties")
+        )  # fmt: skip
+        cases[case.get("name", "")] = kinds
+    return cases
+
+
+def test_a_replayed_run_reads_like_a_local_one_to_every_reporter(tmp_path: Path) -> None:
+    """`pytest --kernel ... --junitxml` (what every CI passes): each outcome, skips and errors
+    included, reaches JUnit, pytest-html and the report log as the local run's did, and the
+    session ends with the same exit status."""
+    (tmp_path / "test_all.py").write_text(EVERY_OUTCOME)
+    common = ["test_all.py", "-p", "no:cacheprovider", "-q"]
+    runs = {}
+    replayed = ["-p", "kernels.pytest_plugin", "--kernel", "running"]
+    for name, extra in (("local", []), ("replayed", replayed)):
+        out = tmp_path / name
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", *extra, *common, f"--junitxml={out}/junit.xml",
+             f"--html={out}/report.html", *reportlog.pytest_args(str(out))],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert "INTERNALERROR" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+        runs[name] = (proc.returncode, _junit_cases(out / "junit.xml"), (out / "report.html"))
+    assert runs["replayed"][0] == runs["local"][0] == 1
+    assert runs["replayed"][1] == runs["local"][1]
+    assert len(runs["local"][1]) == 8
+    assert runs["replayed"][2].is_file()
+    local, again = (
+        {r.nodeid: (r.outcome, r.message) for r in reportlog.read(tmp_path / name).results()}
+        for name in ("local", "replayed")
+    )
+    assert again == local

@@ -25,6 +25,7 @@ LAYERS = [
     "kernels.report",
     "kernels.cli",
     "kernels.bisect",
+    "kernels.mutation",  # mutation campaigns: builds (acquire) judged by runs (bisect.vmtest)
     "kernels.pytest_plugin",
     "packetdrill.conformance",  # a tool over the engine and the matrix (runs in guests)
 ]

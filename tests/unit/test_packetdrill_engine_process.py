@@ -17,8 +17,12 @@ from packetdrill.engine_process import engine_command
 
 ENGINE = Backend("builtin")
 # The engine's shell is a child of the engine process: $PPID is the process that ran the run.
+# Freshness of the run's namespace is read from a marker the probe leaves inside it (its
+# default TTL, 64 in any new namespace, set to 99 after reading), not from the namespace's
+# inode: the kernel reuses a dead namespace's inode number for the next one.
 PROBE_SCRIPT = """\
-0 `echo "${NETREGRESS_PROBE:-unset} $PPID $(readlink /proc/self/ns/net)" > seen`
+0 `T=/proc/sys/net/ipv4/ip_default_ttl; N=$(readlink /proc/self/ns/net); \
+echo "${NETREGRESS_PROBE:-unset} $PPID $(cat $T) $N" > seen; echo 99 > $T`
 """
 HOME = Path(__file__).resolve().parents[2]
 # The engine needs only the standard library; the user nobody may not reach the virtualenv's
@@ -46,12 +50,13 @@ def _standbys() -> set[int]:
 
 
 def _probe(tmp_path: Path) -> tuple[str, int, str]:
+    """(the environment's value, the engine's pid, the namespace's TTL marker and link)."""
     script = tmp_path / "probe.pkt"
     script.write_text(PROBE_SCRIPT)
     result = run_isolated(ENGINE, str(script), [("ip_version", "ipv4")])
     assert result.passed, result.message + result.stderr
-    value, pid, netns = (tmp_path / "seen").read_text().split()
-    return value, int(pid), netns
+    value, pid, ttl, netns = (tmp_path / "seen").read_text().split()
+    return value, int(pid), f"ttl={ttl} {netns}"
 
 
 def test_the_next_run_is_served_by_the_standby_started_with_this_one(
@@ -63,8 +68,10 @@ def test_the_next_run_is_served_by_the_standby_started_with_this_one(
     value, pid, netns = _probe(tmp_path)
     assert pid == standby
     assert (first_value, value) == ("one", "one")
-    assert first_pid != pid and first_ns != netns  # a fresh process, a fresh namespace
-    assert netns != os.readlink("/proc/self/ns/net")
+    assert first_pid != pid  # a fresh process
+    # a fresh namespace: the first run's marker (TTL 99) is not in it, and it is not ours
+    assert first_ns.startswith("ttl=64 ") and netns.startswith("ttl=64 ")
+    assert netns.split()[1] != os.readlink("/proc/self/ns/net")
     assert _standbys() and standby not in _our_children()
 
 

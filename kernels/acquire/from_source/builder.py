@@ -34,10 +34,11 @@ class BuiltKernel:
 
 @dataclass(frozen=True)
 class BuildRequest:
-    """What to build: a source, patches (cache trees only), extra fragments, a result name."""
+    """What to build: a source, patches (cache trees only; files, or patches already read, as
+    a mutant carries its own), extra fragments, a result name."""
 
     source: SourceTree
-    patches: tuple[Path, ...] = ()
+    patches: tuple[Path | Patch, ...] = ()
     fragments: tuple[Path, ...] = ()
     name: str | None = None
     out: Path | None = None
@@ -48,7 +49,8 @@ class BuildRequest:
         other."""
         if self.name:
             return self.name
-        return "+".join([self.source.id, *(path.stem for path in self.patches)])
+        stems = (Path(p.name if isinstance(p, Patch) else p).stem for p in self.patches)
+        return "+".join([self.source.id, *stems])
 
 
 def _configure(req: BuildRequest, obj: Path, log: Path) -> None:
@@ -87,7 +89,7 @@ def _install(req: BuildRequest, obj: Path, log: Path) -> tuple[Path, Path, str]:
 
 def build(req: BuildRequest, status: Status) -> BuiltKernel:
     """Build `req` incrementally in the source's shared build dir and install the result."""
-    patches = [Patch.read(path) for path in req.patches]
+    patches = [p if isinstance(p, Patch) else Patch.read(p) for p in req.patches]
     if patches and not req.source.owned:
         raise KernelsError(
             f"--patch only applies to source packages extracted into the cache; netregress never "

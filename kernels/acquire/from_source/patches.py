@@ -17,10 +17,15 @@ from kernels.progress import Status
 
 @dataclass(frozen=True)
 class Patch:
-    """A patch file by name and content (content decides whether it is already applied)."""
+    """A patch file by name and content (content decides whether it is already applied).
+
+    `reverse`: the patch is carried applied backwards (a real fix taken out again, the way
+    `scripts/mutants --revert` puts a fixed bug back).
+    """
 
     name: str
     text: str
+    reverse: bool = False
 
     @classmethod
     def read(cls, path: Path) -> "Patch":
@@ -43,8 +48,9 @@ def _patch(tree: Path, patch: Patch, *flags: str) -> subprocess.CompletedProcess
 
 
 def _apply(tree: Path, patch: Patch, reverse: bool) -> None:
-    """Dry-run first, so a patch that does not fit leaves the tree untouched."""
-    flags = ["-R"] if reverse else ["--forward"]
+    """Dry-run first, so a patch that does not fit leaves the tree untouched. `reverse` undoes
+    the patch as it is carried (a reversed patch is undone by applying it forwards)."""
+    flags = ["-R"] if reverse != patch.reverse else ["--forward"]
     for extra in (["--dry-run"], []):
         proc = _patch(tree, patch, *flags, *extra)
         if proc.returncode != 0:

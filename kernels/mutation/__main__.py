@@ -1,0 +1,131 @@
+"""`python -m kernels.mutation` (scripts/mutants): what share of plausible kernel regressions
+the suite catches.
+
+Each mutant is built into the source's one shared build dir (incremental), booted under QEMU
+and run with the selection; the unpatched control runs first and must be clean. The verdicts
+and the score go to OUT/mutants.{md,json,html}; run the same command again to resume.
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from kernels.acquire.from_source.builder import BuildRequest, BuiltKernel, build
+from kernels.acquire.from_source.source import debian_source
+from kernels.bisect.vmtest import run_tests
+from kernels.errors import KernelsError
+from kernels.matrix.runner import KernelRun
+from kernels.mutation.campaign import Campaign, run_campaign
+from kernels.mutation.mutant import Mutant, read_revert, read_set
+from kernels.mutation.report import score, write
+from kernels.paths import REPO_ROOT
+from netregress.errors import run_cli
+
+DEFAULT_SET = REPO_ROOT / "kernels/mutants"
+DEFAULT_SELECTION = ["tests/cases", "tests/packetdrill"]
+
+
+def _say(message: str) -> None:
+    print(f"mutants: {message}", file=sys.stderr, flush=True)
+
+
+def parser() -> argparse.ArgumentParser:
+    cli = argparse.ArgumentParser(
+        prog="mutants",
+        description=__doc__.split("\n\n")[0].replace("\n", " ") if __doc__ else None,
+        epilog="Example: scripts/mutants --only tcp-01 -- tests/cases -k tcp. "
+        "Equivalent or unobservable survivors say why in their file's 'Survivor:' line.",
+    )
+    cli.add_argument(
+        "--debian", default="linux-source-6.1", metavar="PACKAGE",
+        help="the Debian source package mutated (default: linux-source-6.1)",
+    )  # fmt: skip
+    cli.add_argument(
+        "mutants", nargs="*", type=Path, default=[], metavar="MUTANT",
+        help=f"mutant files or folders of *.patch (default: {DEFAULT_SET.relative_to(REPO_ROOT)})",
+    )  # fmt: skip
+    cli.add_argument(
+        "--revert", type=Path, action="append", default=[], metavar="FIX.patch",
+        help="a real fix applied in reverse (repeatable): does the selection fail without it?",
+    )  # fmt: skip
+    cli.add_argument(
+        "--only", action="append", default=[], metavar="PREFIX",
+        help="judge only mutants whose name starts with PREFIX (repeatable)",
+    )  # fmt: skip
+    cli.add_argument(
+        "--output", type=Path, default=Path("mutants-out"), metavar="DIR",
+        help="results and reports (default: ./mutants-out; the same DIR resumes)",
+    )  # fmt: skip
+    cli.add_argument(
+        "--no-confirm", dest="confirm", action="store_false",
+        help="do not re-run a killed mutant's killing tests (by default a kill must repeat)",
+    )  # fmt: skip
+    cli.add_argument(
+        "-j", "--jobs", type=int, default=os.cpu_count() or 1,
+        help="make -j (default: all CPUs; make runs niced)",
+    )  # fmt: skip
+    cli.add_argument(
+        "--accel", choices=("auto", "kvm", "tcg"), default="auto",
+        help="VM acceleration (auto: KVM only if a probe guest boots)",
+    )  # fmt: skip
+    cli.usage = "%(prog)s [OPTIONS] [MUTANT ...] [-- PYTEST_ARGS ...]"
+    cli.epilog = (
+        f"PYTEST_ARGS (after --): the tests run on each kernel (default: "
+        f"{' '.join(DEFAULT_SELECTION)}). {cli.epilog}"
+    )
+    return cli
+
+
+def _mutants(args: argparse.Namespace) -> list[Mutant]:
+    named = args.mutants or ([] if args.revert else [DEFAULT_SET])
+    mutants = read_set(named) + [read_revert(path) for path in args.revert]
+    if args.only:
+        mutants = [m for m in mutants if m.name.startswith(tuple(args.only))]
+    if not mutants:
+        raise KernelsError("no mutant selected (check the files and --only)")
+    return mutants
+
+
+def _campaign(args: argparse.Namespace) -> int:
+    mutants = _mutants(args)
+    selection = args.selection or DEFAULT_SELECTION
+    source = debian_source(args.debian, _say)
+
+    def builder(request: BuildRequest) -> BuiltKernel:
+        return build(
+            BuildRequest(request.source, request.patches, name=request.name, jobs=args.jobs),
+            lambda message: _say(f"build: {message}"),
+        )
+
+    def runner(built: BuiltKernel, tests: list[str]) -> KernelRun:
+        return run_tests(built, tests, args.accel, lambda message: _say(f"vm: {message}"))
+
+    args.output.mkdir(parents=True, exist_ok=True)
+    _say(f"{len(mutants)} mutant(s) of {source.origin}; selection: {' '.join(selection)}")
+    start = time.monotonic()
+    campaign = Campaign(source, mutants, selection, args.output, builder, runner, _say,
+                        args.confirm)  # fmt: skip
+    records = run_campaign(campaign)
+    paths = write(records, args.output, time.monotonic() - start)
+    print(f"score: {score(records).text()}")
+    print("reports: " + ", ".join(str(path) for path in paths))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Everything after the first `--` is the pytest selection, never a mutant file."""
+    given = sys.argv[1:] if argv is None else argv
+    cut = given.index("--") if "--" in given else len(given)
+    args = parser().parse_args(given[:cut])
+    args.selection = given[cut + 1 :]
+    return run_cli(
+        "mutants",
+        lambda: _campaign(args),
+        interrupted="interrupted (run the same command again to resume)",
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""A mutation campaign: the control, then each mutant built, booted, tested and judged.
+
+Why one shared build dir and one mutant at a time: the source tree carries exactly one mutant
+(the previous one is undone by :func:`sync_patches`), so each build is incremental, a minute
+or two instead of a cold build. Tests never run while the next kernel builds: a starved TCG
+guest would turn timing oracles into noise, and a noisy kill is not a kill.
+
+Why results are stored one file per mutant as soon as it is judged: a campaign takes hours; an
+interrupted one, run again with the same output dir, resumes where it stopped. A stored
+result is reused only for the same source, patch, selection and suite (:func:`suite_print`),
+so an edited test or mutant is judged again.
+"""
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kernels.acquire.from_source.builder import BuildRequest, BuiltKernel
+from kernels.acquire.from_source.make import elapsed
+from kernels.acquire.from_source.source import SourceTree
+from kernels.errors import KernelsError
+from kernels.matrix.results import TestResult
+from kernels.matrix.runner import KernelRun
+from kernels.mutation.classify import Verdict, classify, confirmed, control_problems
+from kernels.mutation.mutant import Mutant, result_key
+from kernels.paths import REPO_ROOT
+from kernels.progress import Status
+
+# What a stored result depends on besides its patch: the tests and everything they run on.
+SUITE_PARTS = ("tests", "netns", "packetdrill", "netregress", "kernels/expectations.toml")
+CONTROL = "control"
+
+Runner = Callable[[BuiltKernel, list[str]], KernelRun]
+Builder = Callable[[BuildRequest], BuiltKernel]
+
+
+@dataclass
+class Record:
+    """One judged mutant (or the control) as stored and reported."""
+
+    name: str
+    behaviour: str
+    subsystem: str
+    shape: str
+    key: str
+    outcome: str
+    kills: list[dict[str, str]] = field(default_factory=list)
+    reason: str = ""
+    excerpt: str = ""
+    changed: list[str] = field(default_factory=list)
+    diff: str = ""
+    release: str = ""
+    build_seconds: float = 0.0
+    run_seconds: float = 0.0
+    survivor: str = ""  # the file's `Survivor:` line: why a survivor is equivalent / unobservable
+
+    @classmethod
+    def load(cls, path: Path) -> "Record":
+        return cls(**json.loads(path.read_text()))
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """What to run: the source, the mutants, the selection; where results go; how to build/run."""
+
+    source: SourceTree
+    mutants: list[Mutant]
+    selection: list[str]
+    out: Path
+    builder: Builder
+    runner: Runner
+    status: Status
+    confirm: bool = True
+
+
+def suite_print(root: Path = REPO_ROOT) -> str:
+    """A digest of the suite's files (tests, library, engine, expectations): part of every
+    result's key, so results measured with other tests are not reused."""
+    digest = hashlib.sha256()
+    for part in SUITE_PARTS:
+        base = root / part
+        files = sorted(base.rglob("*")) if base.is_dir() else [base]
+        for path in files:
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _results_dir(out: Path) -> Path:
+    path = out / "results"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _record(mutant: Mutant | None, key: str, verdict: Verdict, built: BuiltKernel | None,
+            run: KernelRun | None) -> Record:  # fmt: skip
+    return Record(
+        name=mutant.name if mutant else CONTROL,
+        behaviour=mutant.behaviour if mutant else "The unpatched kernel.",
+        subsystem=mutant.subsystem if mutant else "",
+        shape=mutant.shape if mutant else "",
+        key=key,
+        outcome=verdict.outcome,
+        kills=[asdict(kill) for kill in verdict.kills],
+        reason=verdict.reason,
+        excerpt=verdict.excerpt,
+        changed=list(verdict.changed),
+        diff=mutant.diff if mutant else "",
+        release=built.release if built else "",
+        build_seconds=round(built.seconds, 1) if built else 0.0,
+        run_seconds=round(run.total_seconds, 1) if run else 0.0,
+        survivor=mutant.survivor if mutant else "",
+    )
+
+
+class Stop(KernelsError):
+    """The campaign cannot go on (the control is not clean, or a guest could not start)."""
+
+
+def run_control(campaign: Campaign, key: str) -> tuple[Record, list[TestResult]]:
+    """Build and run the unpatched source; refuse to go on unless it is clean."""
+    stored = _results_dir(campaign.out) / f"{CONTROL}-{key}.json"
+    results_file = stored.with_suffix(".results.json")
+    if stored.is_file() and results_file.is_file():
+        campaign.status("control: stored result reused")
+        results = [TestResult(**item) for item in json.loads(results_file.read_text())]
+        return Record.load(stored), results
+    campaign.status("control: building the unpatched source")
+    built = campaign.builder(BuildRequest(campaign.source, name=f"mutant-{CONTROL}"))
+    campaign.status(f"control: built {built.release} in {elapsed(built.seconds)}; running")
+    run = campaign.runner(built, campaign.selection)
+    problem = run.problem.reason if run.problem else None
+    if problems := control_problems(run.results, problem):
+        raise Stop(
+            "the control (the unpatched kernel) is not clean, so no mutant can be judged "
+            "against it:\n  " + "\n  ".join(problems[:20])
+            + f"\n(its run: {run.out_dir})"
+        )  # fmt: skip
+    record = _record(None, key, Verdict("survived"), built, run)
+    record.outcome = "control"
+    results_file.write_text(json.dumps([asdict(r) for r in run.results]))
+    stored.write_text(json.dumps(asdict(record), indent=1))
+    return record, run.results
+
+
+def judge(campaign: Campaign, mutant: Mutant, control: list[TestResult], key: str) -> Record:
+    """Build, boot and test one mutant; a verdict against the control. Not stored here."""
+    request = BuildRequest(campaign.source, patches=(mutant.patch,), name=f"mutant-{mutant.name}")
+    start = time.monotonic()
+    try:
+        built = campaign.builder(request)
+    except KernelsError as exc:
+        text = str(exc)
+        verdict = Verdict("stillborn", reason=text.splitlines()[0], excerpt=text)
+        record = _record(mutant, key, verdict, None, None)
+        record.build_seconds = round(time.monotonic() - start, 1)
+        return record
+    campaign.status(f"{mutant.name}: built in {elapsed(built.seconds)}; running")
+    run = campaign.runner(built, campaign.selection)
+    if run.problem is not None and run.problem.reason.startswith("cannot run"):
+        raise Stop(f"{mutant.name}: {run.problem.reason}")
+    crash = (run.problem.reason, run.problem.excerpt) if run.problem else None
+    verdict = classify(control, run.results, crash)
+    if campaign.confirm and verdict.outcome == "killed":
+        killers = [kill.nodeid for kill in verdict.kills]
+        campaign.status(f"{mutant.name}: killed; re-running {len(killers)} killing test(s)")
+        rerun = campaign.runner(built, killers)
+        verdict = confirmed(verdict, rerun.results)
+    return _record(mutant, key, verdict, built, run)
+
+
+def run_campaign(campaign: Campaign) -> list[Record]:
+    """The control first, then every mutant (stored ones reused); every record, control first.
+    The tree keeps the last mutant applied: the next build of it (stock or another patch set)
+    undoes it first, as every build does."""
+    suite = suite_print()
+    control_key = result_key(campaign.source.id, None, [*campaign.selection, suite])
+    control, baseline = run_control(campaign, control_key)
+    records = [control]
+    for number, mutant in enumerate(campaign.mutants, 1):
+        key = result_key(campaign.source.id, mutant.patch, [*campaign.selection, suite])
+        stored = _results_dir(campaign.out) / f"{mutant.name}-{key}.json"
+        prefix = f"[{number}/{len(campaign.mutants)}] {mutant.name}"
+        if stored.is_file():
+            record = Record.load(stored)
+            campaign.status(f"{prefix}: {record.outcome} (stored)")
+        else:
+            campaign.status(f"{prefix}: {mutant.behaviour}")
+            record = judge(campaign, mutant, baseline, key)
+            stored.write_text(json.dumps(asdict(record), indent=1))
+            campaign.status(f"{prefix}: {record.outcome} ({_how(record)})")
+        records.append(record)
+    return records
+
+
+def _how(record: Record) -> str:
+    if record.kills:
+        first = record.kills[0]
+        more = f" and {len(record.kills) - 1} more" if len(record.kills) > 1 else ""
+        return f"{first['nodeid']} {first['how']}{more}"
+    return record.reason or f"build {record.build_seconds:.0f} s, run {record.run_seconds:.0f} s"
