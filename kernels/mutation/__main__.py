@@ -63,8 +63,13 @@ def parser() -> argparse.ArgumentParser:
         help="do not re-run a killed mutant's killing tests (by default a kill must repeat)",
     )  # fmt: skip
     cli.add_argument(
+        "--serial", dest="overlap", action="store_false",
+        help="build each mutant only after the previous guest has finished (default: the next "
+        "build runs, niced, beside the guest)",
+    )  # fmt: skip
+    cli.add_argument(
         "-j", "--jobs", type=int, default=os.cpu_count() or 1,
-        help="make -j (default: all CPUs; make runs niced)",
+        help="make -j at most (default: all CPUs, one less beside a guest; make runs niced)",
     )  # fmt: skip
     cli.add_argument(
         "--accel", choices=("auto", "kvm", "tcg"), default="auto",
@@ -95,7 +100,12 @@ def _campaign(args: argparse.Namespace) -> int:
 
     def builder(request: BuildRequest) -> BuiltKernel:
         return build(
-            BuildRequest(request.source, request.patches, name=request.name, jobs=args.jobs),
+            BuildRequest(
+                request.source,
+                request.patches,
+                name=request.name,
+                jobs=min(request.jobs, args.jobs),
+            ),  # fmt: skip
             lambda message: _say(f"build: {message}"),
         )
 
@@ -106,7 +116,7 @@ def _campaign(args: argparse.Namespace) -> int:
     _say(f"{len(mutants)} mutant(s) of {source.origin}; selection: {' '.join(selection)}")
     start = time.monotonic()
     campaign = Campaign(source, mutants, selection, args.output, builder, runner, _say,
-                        args.confirm)  # fmt: skip
+                        args.confirm, args.overlap)  # fmt: skip
     records = run_campaign(campaign)
     paths = write(records, args.output, time.monotonic() - start)
     print(f"score: {score(records).text()}")

@@ -13,8 +13,10 @@ so an edited test or mutant is judged again.
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -74,6 +76,7 @@ class Campaign:
     runner: Runner
     status: Status
     confirm: bool = True
+    overlap: bool = True  # build the next mutant while the guest runs this one
 
 
 def suite_print(root: Path = REPO_ROOT) -> str:
@@ -120,7 +123,44 @@ class Stop(KernelsError):
     """The campaign cannot go on (the control is not clean, or a guest could not start)."""
 
 
-def run_control(campaign: Campaign, key: str) -> tuple[Record, list[TestResult]]:
+class _Builds:
+    """Builds in the order the campaign needs them, at most one ahead of the guest that runs.
+
+    Why ahead: the build of the next mutant (niced, mostly the single-threaded vmlinux link)
+    takes the core the TCG guest leaves idle, so a mutant costs its guest run, not build plus
+    run. The control runs under the same overlap as the mutants, and every kill must repeat.
+    """
+
+    def __init__(self, campaign: Campaign) -> None:
+        self._campaign = campaign
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="build")
+        self._ahead: dict[str, Future[BuiltKernel]] = {}
+
+    def _submit(self, mutant: Mutant | None, ahead: bool = False) -> Future[BuiltKernel]:
+        """A build made ahead leaves one CPU to the guest (make -j one less)."""
+        name = f"mutant-{mutant.name if mutant else CONTROL}"
+        patches = (mutant.patch,) if mutant else ()
+        cpus = os.cpu_count() or 1
+        jobs = max(1, cpus - 1) if ahead else cpus
+        request = BuildRequest(self._campaign.source, patches=patches, name=name, jobs=jobs)
+        return self._pool.submit(self._campaign.builder, request)
+
+    def prefetch(self, mutant: Mutant | None) -> None:
+        if self._campaign.overlap and mutant is not None and mutant.name not in self._ahead:
+            self._ahead[mutant.name] = self._submit(mutant, ahead=True)
+
+    def get(self, mutant: Mutant | None) -> BuiltKernel:
+        """The built kernel, or the build's KernelsError raised here."""
+        future = self._ahead.pop(mutant.name, None) if mutant else None
+        return (future or self._submit(mutant)).result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def run_control(
+    campaign: Campaign, key: str, builds: _Builds, first: Mutant | None
+) -> tuple[Record, list[TestResult]]:
     """Build and run the unpatched source; refuse to go on unless it is clean."""
     stored = _results_dir(campaign.out) / f"{CONTROL}-{key}.json"
     results_file = stored.with_suffix(".results.json")
@@ -129,7 +169,8 @@ def run_control(campaign: Campaign, key: str) -> tuple[Record, list[TestResult]]
         results = [TestResult(**item) for item in json.loads(results_file.read_text())]
         return Record.load(stored), results
     campaign.status("control: building the unpatched source")
-    built = campaign.builder(BuildRequest(campaign.source, name=f"mutant-{CONTROL}"))
+    built = builds.get(None)
+    builds.prefetch(first)
     campaign.status(f"control: built {built.release} in {elapsed(built.seconds)}; running")
     run = campaign.runner(built, campaign.selection)
     problem = run.problem.reason if run.problem else None
@@ -146,18 +187,27 @@ def run_control(campaign: Campaign, key: str) -> tuple[Record, list[TestResult]]
     return record, run.results
 
 
-def judge(campaign: Campaign, mutant: Mutant, control: list[TestResult], key: str) -> Record:
-    """Build, boot and test one mutant; a verdict against the control. Not stored here."""
-    request = BuildRequest(campaign.source, patches=(mutant.patch,), name=f"mutant-{mutant.name}")
+def judge(
+    campaign: Campaign,
+    mutant: Mutant,
+    control: list[TestResult],
+    key: str,
+    builds: _Builds,
+    after: Mutant | None = None,
+) -> Record:
+    """Build (or take the build made ahead), boot and test one mutant, and start building the
+    one `after` it; a verdict against the control. Not stored here."""
     start = time.monotonic()
     try:
-        built = campaign.builder(request)
+        built = builds.get(mutant)
     except KernelsError as exc:
+        builds.prefetch(after)
         text = str(exc)
         verdict = Verdict("stillborn", reason=text.splitlines()[0], excerpt=text)
         record = _record(mutant, key, verdict, None, None)
         record.build_seconds = round(time.monotonic() - start, 1)
         return record
+    builds.prefetch(after)
     campaign.status(f"{mutant.name}: built in {elapsed(built.seconds)}; running")
     run = campaign.runner(built, campaign.selection)
     if run.problem is not None and run.problem.reason.startswith("cannot run"):
@@ -177,22 +227,34 @@ def run_campaign(campaign: Campaign) -> list[Record]:
     The tree keeps the last mutant applied: the next build of it (stock or another patch set)
     undoes it first, as every build does."""
     suite = suite_print()
-    control_key = result_key(campaign.source.id, None, [*campaign.selection, suite])
-    control, baseline = run_control(campaign, control_key)
-    records = [control]
-    for number, mutant in enumerate(campaign.mutants, 1):
-        key = result_key(campaign.source.id, mutant.patch, [*campaign.selection, suite])
-        stored = _results_dir(campaign.out) / f"{mutant.name}-{key}.json"
-        prefix = f"[{number}/{len(campaign.mutants)}] {mutant.name}"
-        if stored.is_file():
-            record = Record.load(stored)
-            campaign.status(f"{prefix}: {record.outcome} (stored)")
-        else:
-            campaign.status(f"{prefix}: {mutant.behaviour}")
-            record = judge(campaign, mutant, baseline, key)
-            stored.write_text(json.dumps(asdict(record), indent=1))
-            campaign.status(f"{prefix}: {record.outcome} ({_how(record)})")
-        records.append(record)
+    keys = {
+        m.name: result_key(campaign.source.id, m.patch, [*campaign.selection, suite])
+        for m in campaign.mutants
+    }
+    stored = {m.name: _results_dir(campaign.out) / f"{m.name}-{keys[m.name]}.json"
+              for m in campaign.mutants}  # fmt: skip
+    todo = [m for m in campaign.mutants if not stored[m.name].is_file()]
+    upcoming = {m.name: after for m, after in zip(todo, [*todo[1:], None], strict=False)}
+    builds = _Builds(campaign)
+    try:
+        control_key = result_key(campaign.source.id, None, [*campaign.selection, suite])
+        control, baseline = run_control(campaign, control_key, builds, next(iter(todo), None))
+        records = [control]
+        for number, mutant in enumerate(campaign.mutants, 1):
+            prefix = f"[{number}/{len(campaign.mutants)}] {mutant.name}"
+            path = stored[mutant.name]
+            if path.is_file():
+                record = Record.load(path)
+                campaign.status(f"{prefix}: {record.outcome} (stored)")
+            else:
+                campaign.status(f"{prefix}: {mutant.behaviour}")
+                record = judge(campaign, mutant, baseline, keys[mutant.name], builds,
+                               upcoming[mutant.name])  # fmt: skip
+                path.write_text(json.dumps(asdict(record), indent=1))
+                campaign.status(f"{prefix}: {record.outcome} ({_how(record)})")
+            records.append(record)
+    finally:
+        builds.close()
     return records
 
 
