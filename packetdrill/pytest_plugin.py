@@ -287,6 +287,8 @@ class PktItem(pytest.Item):
         result, tolerance = run_with_tolerance(self.config, self.path, self.variant)
         if self.expect_fail is None or self.stopped_short_by_the_engine(result):
             record = judge_run(result, tolerance)
+        elif self.lateness_swallowed_by_the_slack(result):
+            record = TimingRecord("not-checkable", result.late_usecs, tolerance)
         else:
             record = TimingRecord(
                 verdict_of_lateness(result.late_usecs), result.late_usecs, tolerance
@@ -309,6 +311,19 @@ class PktItem(pytest.Item):
             not result.passed
             and late_by_the_engine(result)
             and not re.search(self.expect_fail, result.message)
+        )
+
+    def lateness_swallowed_by_the_slack(self, result: RunResult) -> bool:
+        """A negative script about a *late* event that passed only because this machine's
+        late-side slack accepted the lateness it exists to catch (a 20 ms late train under
+        TCG's calibrated slack): its oracle cannot be checked here, so "not checkable", never
+        a failure of the expectation and never a pass of the script."""
+        assert self.expect_fail is not None
+        return (
+            result.passed
+            and result.late_usecs > 0
+            and "timing error" in self.expect_fail
+            and "happened at" in self.expect_fail
         )
 
     def check_expected_failure(self, result: RunResult) -> None:

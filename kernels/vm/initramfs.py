@@ -25,6 +25,8 @@ ROOT_TAG = "nr-root"
 OUT_TAG = "nr-out"
 GUEST_OUT = "/run/netregress-out"  # where the output share appears inside the guest
 BOOT_MODULES = ("virtio_pci", "virtiofs", "overlay")
+# Host files a guest reads by name lookups (users, groups, hosts, services): frozen at boot.
+FROZEN_ETC = ("passwd", "group", "nsswitch.conf", "hosts", "services", "protocols")
 
 INIT = f"""#!/bin/busybox sh
 # netregress guest init: host / (virtiofs, ro) + tmpfs overlay, run {GUEST_OUT}/guest.sh, off.
@@ -46,6 +48,12 @@ mount -t virtiofs -o ro {ROOT_TAG} /host || die "cannot mount the host root over
 mount -t tmpfs -o mode=0755 tmpfs /rw && mkdir /rw/upper /rw/work
 mount -t overlay overlay -o lowerdir=/host,upperdir=/rw/upper,workdir=/rw/work /newroot \\
   || die "cannot mount the overlay on the host root"
+# The guest's own copy of the host's identity files, taken now: the host root is read live,
+# and a useradd on the host mid-run (it rewrites /etc/passwd) made tcpdump's `-Z tcpdump` fail.
+for f in {" ".join(FROZEN_ETC)}; do
+  [ -f "/newroot/etc/$f" ] && cp -p "/newroot/etc/$f" "/newroot/etc/.nr-$f" \
+    && mv "/newroot/etc/.nr-$f" "/newroot/etc/$f"
+done
 mount -t proc proc /newroot/proc
 mount -t sysfs sysfs /newroot/sys
 mount -t cgroup2 cgroup2 /newroot/sys/fs/cgroup 2>/dev/null
