@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 from kernels.acquire.from_source.builder import BuildRequest, BuiltKernel, build
@@ -24,6 +25,7 @@ from kernels.paths import REPO_ROOT
 from netregress.errors import run_cli
 
 DEFAULT_SET = REPO_ROOT / "kernels/mutants"
+NARROWING = DEFAULT_SET / "selection.toml"
 DEFAULT_SELECTION = ["tests/cases", "tests/packetdrill"]
 
 
@@ -63,6 +65,16 @@ def parser() -> argparse.ArgumentParser:
         help="do not re-run a killed mutant's killing tests (by default a kill must repeat)",
     )  # fmt: skip
     cli.add_argument(
+        "--fresh", action="store_true",
+        help="judge the selected mutants again even where a result is stored (e.g. after "
+        "adding a test that should kill a survivor: --only NAME --fresh)",
+    )  # fmt: skip
+    cli.add_argument(
+        "--whole", action="store_true",
+        help=f"every mutant runs the whole selection (default: the part its subsystem's "
+        f"markers select, {NARROWING.relative_to(REPO_ROOT)})",
+    )  # fmt: skip
+    cli.add_argument(
         "--serial", dest="overlap", action="store_false",
         help="build each mutant only after the previous guest has finished (default: the next "
         "build runs, niced, beside the guest)",
@@ -93,6 +105,17 @@ def _mutants(args: argparse.Namespace) -> list[Mutant]:
     return mutants
 
 
+def _narrowing(whole: bool) -> dict[str, str]:
+    """subsystem → pytest -m expression, from the curated set's selection.toml."""
+    if whole:
+        return {}
+    try:
+        table = tomllib.loads(NARROWING.read_text()).get("narrow", {})
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise KernelsError(f"cannot read {NARROWING}: {exc}") from None
+    return {str(key): str(value) for key, value in table.items()}
+
+
 def _campaign(args: argparse.Namespace) -> int:
     mutants = _mutants(args)
     selection = args.selection or DEFAULT_SELECTION
@@ -116,7 +139,7 @@ def _campaign(args: argparse.Namespace) -> int:
     _say(f"{len(mutants)} mutant(s) of {source.origin}; selection: {' '.join(selection)}")
     start = time.monotonic()
     campaign = Campaign(source, mutants, selection, args.output, builder, runner, _say,
-                        args.confirm, args.overlap)  # fmt: skip
+                        args.confirm, args.overlap, _narrowing(args.whole), args.fresh)  # fmt: skip
     records = run_campaign(campaign)
     paths = write(records, args.output, time.monotonic() - start)
     print(f"score: {score(records).text()}")

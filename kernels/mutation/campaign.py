@@ -7,8 +7,10 @@ guest would turn timing oracles into noise, and a noisy kill is not a kill.
 
 Why results are stored one file per mutant as soon as it is judged: a campaign takes hours; an
 interrupted one, run again with the same output dir, resumes where it stopped. A stored
-result is reused only for the same source, patch, selection and suite (:func:`suite_print`),
-so an edited test or mutant is judged again.
+result is reused only for the same source, patch and selection; each records the suite it
+was measured with (:func:`suite_print`). The control is measured again whenever the suite
+changed (a new test has no baseline otherwise); a mutant is judged again when asked
+(`fresh`), e.g. to prove that a new test kills a survivor.
 """
 
 import hashlib
@@ -58,6 +60,8 @@ class Record:
     build_seconds: float = 0.0
     run_seconds: float = 0.0
     survivor: str = ""  # the file's `Survivor:` line: why a survivor is equivalent / unobservable
+    selection: list[str] = field(default_factory=list)  # the pytest arguments it ran
+    suite: str = ""  # suite_print() when it was measured
 
     @classmethod
     def load(cls, path: Path) -> "Record":
@@ -77,6 +81,14 @@ class Campaign:
     status: Status
     confirm: bool = True
     overlap: bool = True  # build the next mutant while the guest runs this one
+    narrow: dict[str, str] = field(default_factory=dict)  # subsystem → pytest -m expression
+    fresh: bool = False  # judge every mutant again, stored results or not
+
+    def selection_for(self, mutant: Mutant) -> list[str]:
+        """The control runs the whole selection; a mutant whose subsystem is in `narrow` runs
+        only the part marked for it (the control's results for the same tests judge it)."""
+        expression = self.narrow.get(mutant.subsystem)
+        return [*self.selection, "-m", expression] if expression else self.selection
 
 
 def suite_print(root: Path = REPO_ROOT) -> str:
@@ -159,9 +171,11 @@ class _Builds:
 
 
 def run_control(
-    campaign: Campaign, key: str, builds: _Builds, first: Mutant | None
+    campaign: Campaign, suite: str, builds: _Builds, first: Mutant | None
 ) -> tuple[Record, list[TestResult]]:
-    """Build and run the unpatched source; refuse to go on unless it is clean."""
+    """Build and run the unpatched source (again whenever the suite changed); refuse to go on
+    unless it is clean."""
+    key = result_key(campaign.source.id, None, [*campaign.selection, suite])
     stored = _results_dir(campaign.out) / f"{CONTROL}-{key}.json"
     results_file = stored.with_suffix(".results.json")
     if stored.is_file() and results_file.is_file():
@@ -182,6 +196,8 @@ def run_control(
         )  # fmt: skip
     record = _record(None, key, Verdict("survived"), built, run)
     record.outcome = "control"
+    record.selection = campaign.selection
+    record.suite = suite
     results_file.write_text(json.dumps([asdict(r) for r in run.results]))
     stored.write_text(json.dumps(asdict(record), indent=1))
     return record, run.results
@@ -209,9 +225,15 @@ def judge(
         return record
     builds.prefetch(after)
     campaign.status(f"{mutant.name}: built in {elapsed(built.seconds)}; running")
-    run = campaign.runner(built, campaign.selection)
+    run = campaign.runner(built, campaign.selection_for(mutant))
     if run.problem is not None and run.problem.reason.startswith("cannot run"):
         raise Stop(f"{mutant.name}: {run.problem.reason}")
+    if run.problem is None and not run.results:
+        raise Stop(
+            f"{mutant.name}: its selection ran no test "
+            f"({' '.join(campaign.selection_for(mutant))}): a narrowing that selects nothing "
+            f"would let every mutant of its subsystem survive"
+        )
     crash = (run.problem.reason, run.problem.excerpt) if run.problem else None
     verdict = classify(control, run.results, crash)
     if campaign.confirm and verdict.outcome == "killed":
@@ -219,7 +241,9 @@ def judge(
         campaign.status(f"{mutant.name}: killed; re-running {len(killers)} killing test(s)")
         rerun = campaign.runner(built, killers)
         verdict = confirmed(verdict, rerun.results)
-    return _record(mutant, key, verdict, built, run)
+    record = _record(mutant, key, verdict, built, run)
+    record.selection = campaign.selection_for(mutant)
+    return record
 
 
 def run_campaign(campaign: Campaign) -> list[Record]:
@@ -228,28 +252,28 @@ def run_campaign(campaign: Campaign) -> list[Record]:
     undoes it first, as every build does."""
     suite = suite_print()
     keys = {
-        m.name: result_key(campaign.source.id, m.patch, [*campaign.selection, suite])
+        m.name: result_key(campaign.source.id, m.patch, campaign.selection_for(m))
         for m in campaign.mutants
     }
     stored = {m.name: _results_dir(campaign.out) / f"{m.name}-{keys[m.name]}.json"
               for m in campaign.mutants}  # fmt: skip
-    todo = [m for m in campaign.mutants if not stored[m.name].is_file()]
+    todo = [m for m in campaign.mutants if campaign.fresh or not stored[m.name].is_file()]
     upcoming = {m.name: after for m, after in zip(todo, [*todo[1:], None], strict=False)}
     builds = _Builds(campaign)
     try:
-        control_key = result_key(campaign.source.id, None, [*campaign.selection, suite])
-        control, baseline = run_control(campaign, control_key, builds, next(iter(todo), None))
+        control, baseline = run_control(campaign, suite, builds, next(iter(todo), None))
         records = [control]
         for number, mutant in enumerate(campaign.mutants, 1):
             prefix = f"[{number}/{len(campaign.mutants)}] {mutant.name}"
             path = stored[mutant.name]
-            if path.is_file():
+            if mutant not in todo:
                 record = Record.load(path)
                 campaign.status(f"{prefix}: {record.outcome} (stored)")
             else:
                 campaign.status(f"{prefix}: {mutant.behaviour}")
                 record = judge(campaign, mutant, baseline, keys[mutant.name], builds,
                                upcoming[mutant.name])  # fmt: skip
+                record.suite = suite
                 path.write_text(json.dumps(asdict(record), indent=1))
                 campaign.status(f"{prefix}: {record.outcome} ({_how(record)})")
             records.append(record)

@@ -86,6 +86,11 @@ def markdown(records: list[Record], wall: float) -> str:
             f"{control.run_seconds:.0f} s. Campaign wall time {wall:.0f} s."
         )
         lines.append("")
+    if control is not None:
+        older = [r.name for r in records if r.name != CONTROL and r.suite != control.suite]
+        if older:
+            lines += [f"Judged with an earlier suite (re-judge with `--fresh`): "
+                      f"{', '.join(older)}.", ""]  # fmt: skip
     lines += ["| subsystem | score |", "|---|---|"]
     lines += [f"| {name} | {part.text()} |" for name, part in by_subsystem(records).items()]
     lines += [

@@ -192,15 +192,22 @@ def test_a_campaign_judges_every_mutant_and_resumes(tmp_path: Path) -> None:
     assert fake.built == [] and fake.runs == []
 
 
-def test_an_edited_test_suite_is_judged_again(
+def test_an_edited_suite_measures_the_control_again_and_fresh_judges_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A new test needs a baseline: the control runs again. A stored mutant stays stored until
+    asked (`fresh`), the way a survivor is re-judged once a new test exists."""
     fake = FakeKernels(tmp_path)
     run_campaign(_campaign(tmp_path, fake, ["tcp-1-killer"]))
     monkeypatch.setattr(campaign_module, "suite_print", lambda: "another suite")
     fake.built.clear()
-    run_campaign(_campaign(tmp_path, fake, ["tcp-1-killer"]))
-    assert fake.built == ["mutant-control", "mutant-tcp-1-killer"]
+    again = run_campaign(_campaign(tmp_path, fake, ["tcp-1-killer"]))
+    assert fake.built == ["mutant-control"]
+    assert again[0].suite == "another suite" and again[1].suite != "another suite"
+    fake.built.clear()
+    fresh = Campaign(**{**vars(_campaign(tmp_path, fake, ["tcp-1-killer"])), "fresh": True})
+    assert run_campaign(fresh)[1].suite == "another suite"
+    assert fake.built == ["mutant-tcp-1-killer"]
 
 
 def test_an_unclean_control_stops_the_campaign(tmp_path: Path) -> None:
@@ -227,3 +234,18 @@ def test_an_explained_survivor_is_not_counted(tmp_path: Path) -> None:
     records = run_campaign(campaign)
     assert score(records).excused == 1 and score(records).percent is None
     assert "equivalent: the value is recomputed" in markdown(records, 1.0)
+
+
+def test_a_narrowed_mutant_runs_its_subsystems_tests_judged_by_the_whole_control(
+    tmp_path: Path,
+) -> None:
+    fake = FakeKernels(tmp_path)
+    campaign = _campaign(tmp_path, fake, ["tcp-1-killer", "vxlan-2-quiet"])
+    narrowed = Campaign(**{**vars(campaign), "narrow": {"tcp": "tcp"}})
+    records = run_campaign(narrowed)
+    runs = dict((name, tests) for name, tests in fake.runs if name != "mutant-tcp-1-killer"
+                or tests != ["t::a"])  # fmt: skip
+    assert runs["mutant-control"] == ["tests/cases"]
+    assert runs["mutant-tcp-1-killer"] == ["tests/cases", "-m", "tcp"]
+    assert runs["mutant-vxlan-2-quiet"] == ["tests/cases"]
+    assert [r.selection for r in records[1:]] == [["tests/cases", "-m", "tcp"], ["tests/cases"]]
