@@ -56,3 +56,23 @@ def test_modules_autoload_on_demand() -> None:
 def test_tcp_plb_sysctl() -> None:
     """A real difference between kernels (6.2+), declared in kernels/expectations.toml."""
     assert Path("/proc/sys/net/ipv4/tcp_plb_enabled").exists()
+
+
+def test_identity_files_are_the_guests_own_copy() -> None:
+    """The guest reads the host root live; /etc/passwd and /etc/group are copied into the
+    guest's own layer at boot, so a useradd on the host mid-run (which rewrites them) cannot
+    make tcpdump's user lookup fail. A file the guest writes shows which device its own layer
+    reports; a file only the host has, the host layer's."""
+    probe = Path("/etc/.netregress-layer-probe")
+    probe.write_text("guest layer\n")
+    try:
+        own = probe.stat().st_dev
+    finally:
+        probe.unlink()
+    host = Path("/usr/bin/env").stat().st_dev
+    if own == host:
+        pytest.skip("this kernel's overlay reports one device for both layers (xino)")
+    assert {name: Path("/etc", name).stat().st_dev for name in ("passwd", "group")} == {
+        "passwd": own,
+        "group": own,
+    }
