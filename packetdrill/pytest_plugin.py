@@ -7,6 +7,8 @@ failing item with its ``file:line: message``, never a collection traceback.
 Negative scripts carry ``// netregress: expect-fail: <regex>`` in a comment; the item then
 passes only if the run fails with a message matching the regex (upstream ignores comments).
 
+Every item carries the ``packetdrill`` marker.
+
 Timing: the session has one late-side slack (forced with ``--tolerance-scale``, or calibrated
 when the first script of the process runs, so a session without scripts never measures); every
 item records its :class:`~.tolerance.TimingRecord` as the ``packetdrill_timing`` user
@@ -63,6 +65,7 @@ class SessionSlack:
 
 _BACKEND_KEY = pytest.StashKey[Backend]()
 SLACK_KEY = pytest.StashKey[SessionSlack]()
+PACKETDRILL_MARKER = "packetdrill"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -86,6 +89,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{PACKETDRILL_MARKER}: runs a packetdrill script (every .pkt item, and a case "
+        "that runs one)",
+    )
     try:
         config.stash[_BACKEND_KEY] = choose_backend(config.getoption("--packetdrill"))
     except UsageError as err:
@@ -219,6 +227,12 @@ def run_with_tolerance(
 
 
 class PktFile(pytest.File):
+    """One script; the ``packetdrill`` marker on the file reaches each of its items."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_marker(PACKETDRILL_MARKER)
+
     def collect(self) -> Iterator[pytest.Item]:
         try:
             text = read_script(str(self.path))
