@@ -31,6 +31,7 @@ from kernels.report.ktap import KtapWriter
 from kernels.vm.procs import Children, reap_leftovers, run_dir
 from kernels.vm.qemu import InitramfsLauncher
 from netns.session import VM_KERNEL, VmKernel
+from packetdrill.pytest_plugin import guest_args
 
 
 @dataclass
@@ -144,7 +145,11 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     if session.config.option.collectonly or not session.items:
         return True
     options = RunOptions(
-        pytest_args=[*_rendering(session.config), *(item.nodeid for item in session.items)],
+        pytest_args=[
+            *_rendering(session.config),
+            *guest_args(session.config),
+            *(item.nodeid for item in session.items),
+        ],
         cwd=session.config.rootpath,
         accel=session.config.getoption("--kernel-accel"),
         timeout=session.config.getoption("--kernel-timeout"),

@@ -32,6 +32,20 @@ _ARTIFACTS_KEY = pytest.StashKey[Path]()
 _READY_KEY = pytest.StashKey[bool]()
 _FAILED_KEY = pytest.StashKey[bool]()  # a phase of the test failed: keep its artifacts
 _REPORT_FEATURES = ("veth", "bridge", "vxlan", "tun", "dummy", "ipip", "gre", "netem")
+# The subsystem markers: the part of the stack a regression in a test would sit in, so a kernel
+# developer runs what their patch touches (`pytest -m tunnel`). Every case and every .pkt item
+# carries at least one (tests/unit/test_markers.py); a test may carry several.
+SUBSYSTEMS = {
+    "tcp": "TCP: segments, ACKs, timers and retransmissions, MSS, options, counters",
+    "udp": "UDP sockets and datagrams",
+    "icmp": "ICMP and ICMPv6 messages and what sockets make of them (errors, path MTU)",
+    "tunnel": "IP-in-IP and GRE tunnels and the fallback device tunl0 (VXLAN: `vxlan`)",
+    "vxlan": "VXLAN overlays: VTEPs, FDB entries, outer headers",
+    "bridge": "the Linux bridge: forwarding, ports, hairpin",
+    "netfilter": "iptables/nftables policies and rules, br_netfilter",
+    "routing": "routes, nexthops, source address selection, rp_filter",
+    "softirq": "receive softirq work: per-CPU backlog, RPS, netdev_budget",
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -79,6 +93,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "needs_root(why): skipped unless root of the initial "
         "namespace, e.g. needs_root('loads a module')",
     )
+    for name, about in SUBSYSTEMS.items():
+        config.addinivalue_line("markers", f"{name}: subsystem marker: {about}")
     run_dir = config.getoption("--artifacts-dir") or os.path.join(
         str(config.rootpath),
         "artifacts",

@@ -7,6 +7,11 @@ failing item with its ``file:line: message``, never a collection traceback.
 Negative scripts carry ``// netregress: expect-fail: <regex>`` in a comment; the item then
 passes only if the run fails with a message matching the regex (upstream ignores comments).
 
+Every item carries the ``packetdrill`` marker. packetdrill's own options reach every script
+from the pytest command line (``-D``/``--pkt-define``, ``--pkt-tolerance-usecs``, applied on
+top of the script's option lines as packetdrill's command line is), and ``--pkt-ip-version``
+keeps the variants a run wants; a bad value is a usage error before anything runs.
+
 Timing: the session has one late-side slack (forced with ``--tolerance-scale``, or calibrated
 when the first script of the process runs, so a session without scripts never measures); every
 item records its :class:`~.tolerance.TimingRecord` as the ``packetdrill_timing`` user
@@ -27,8 +32,10 @@ from netns.session import vm_kernel
 
 from .backend import Backend, choose_backend, run_isolated
 from .calibrate import Calibration, measure
-from .errors import PacketdrillError, UsageError
-from .loader import load_script, read_script
+from .config import IP_VERSIONS, Config, apply_option
+from .errors import ConfigError, PacketdrillError, UsageError
+from .lexer import KEYWORDS
+from .loader import CliOptions, load_script, read_script
 from .result import RunResult
 from .tolerance import (
     LATE_BOUND_USECS,
@@ -61,8 +68,38 @@ class SessionSlack:
         return Tolerance().with_slack(self.calibration.late_slack_usecs, "calibrated")
 
 
+@dataclass(frozen=True)
+class ScriptOptions:
+    """packetdrill's own options the pytest command line gives every script: ``defines``
+    (``NAME=VALUE``), the base ``tolerance_usecs``, and the ``ip_versions`` to run (empty:
+    every variant a script has)."""
+
+    defines: tuple[str, ...] = ()
+    tolerance_usecs: str | None = None
+    ip_versions: tuple[str, ...] = ()
+
+    def engine_options(self) -> CliOptions:
+        """What either engine gets, after the variant's arguments so that these win (a define
+        named like a variant's, e.g. ``TFO_COOKIE``, replaces it)."""
+        options: CliOptions = [("define", value) for value in self.defines]
+        if self.tolerance_usecs is not None:
+            options.append(("tolerance_usecs", self.tolerance_usecs))
+        return options
+
+    def args(self) -> list[str]:
+        """These options as pytest arguments, for a pytest that runs the items elsewhere (a
+        VM guest: the IP versions are already in the node ids it gets)."""
+        args = [f"--pkt-define={value}" for value in self.defines]
+        if self.tolerance_usecs is not None:
+            args.append(f"--pkt-tolerance-usecs={self.tolerance_usecs}")
+        return args
+
+
 _BACKEND_KEY = pytest.StashKey[Backend]()
 SLACK_KEY = pytest.StashKey[SessionSlack]()
+_OPTIONS_KEY = pytest.StashKey[ScriptOptions]()
+PACKETDRILL_MARKER = "packetdrill"
+_DEFINE = re.compile(r"(?P<name>[A-Za-z0-9_]+)=.*", re.S)  # a name the lexer sees as a word
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -83,13 +120,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(the early side always keeps the script's base tolerance; default: "
         "slack calibrated when a process runs its first script)",
     )
+    group.addoption(
+        "-D",
+        "--pkt-define",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="packetdrill's -D for every .pkt script: the word NAME means VALUE "
+        "(repeatable; wins over the script's and the IP variant's own defines)",
+    )
+    group.addoption(
+        "--pkt-tolerance-usecs",
+        default=None,
+        metavar="N",
+        help="packetdrill's --tolerance_usecs for every .pkt script: the base timing "
+        "tolerance on both sides, in microseconds (wins over the script's own line)",
+    )
+    group.addoption(
+        "--pkt-ip-version",
+        action="append",
+        default=[],
+        choices=IP_VERSIONS,
+        metavar="VERSION",
+        help="run only this IP variant of each .pkt script: "
+        + ", ".join(IP_VERSIONS)
+        + " (repeatable; default: every variant the script has)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{PACKETDRILL_MARKER}: runs a packetdrill script (every .pkt item, and a case "
+        "that runs one)",
+    )
     try:
         config.stash[_BACKEND_KEY] = choose_backend(config.getoption("--packetdrill"))
     except UsageError as err:
         raise pytest.UsageError(err.text) from None
+    config.stash[_OPTIONS_KEY] = script_options(config)
     given = config.getoption("--tolerance-scale")
     if given is None:
         config.stash[SLACK_KEY] = SessionSlack()
@@ -102,20 +171,80 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def script_options(config: pytest.Config) -> ScriptOptions:
+    """The command line's packetdrill options, checked the way the engine checks its own
+    command line, so that a bad value stops the session at once instead of failing every
+    script (or, for a define the lexer can never use, changing nothing)."""
+    defines: list[str] = config.getoption("--pkt-define")
+    for value in defines:
+        match = _DEFINE.fullmatch(value)
+        if match is None:
+            raise pytest.UsageError(
+                f"-D/--pkt-define {value!r}: expected NAME=VALUE, NAME made of letters, "
+                "digits and _ (the script word it replaces)"
+            )
+        if match["name"] in KEYWORDS:
+            raise pytest.UsageError(
+                f"-D/--pkt-define {value!r}: {match['name']} is a packetdrill keyword, which "
+                "a define never replaces"
+            )
+    usecs: str | None = config.getoption("--pkt-tolerance-usecs")
+    if usecs is not None and not _engine_takes_usecs(usecs):
+        raise pytest.UsageError(
+            f"--pkt-tolerance-usecs={usecs}: expected a whole number of microseconds "
+            "from 1 to 2147483647 (packetdrill's --tolerance_usecs)"
+        )
+    versions: list[str] = config.getoption("--pkt-ip-version")
+    return ScriptOptions(tuple(defines), usecs, tuple(dict.fromkeys(versions)))
+
+
+def _engine_takes_usecs(value: str) -> bool:
+    """Plain decimal digits (the binary's atoi() would read ``1_000`` as 1, Python's int() as
+    1000) within the range our engine accepts."""
+    if not (value.isascii() and value.isdigit()):
+        return False
+    try:
+        apply_option(Config(), "tolerance_usecs", value, "Command Line")
+    except ConfigError:
+        return False
+    return True
+
+
+def guest_args(config: pytest.Config) -> list[str]:
+    """The command line's script options for a pytest that runs this session's items in a VM
+    guest (``--kernel``), which otherwise gets only the node ids."""
+    return config.stash.get(_OPTIONS_KEY, ScriptOptions()).args()
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [_engine_line(config), *_options_line(config.stash[_OPTIONS_KEY])]
+
+
+def _engine_line(config: pytest.Config) -> str:
     backend = config.stash[_BACKEND_KEY]
     name = backend.name if backend.name == "builtin" else f"upstream {backend.binary}"
     bound = f"bound +{LATE_BOUND_USECS / 1000:.0f} ms"
     if vm_kernel(config):
-        return [f"packetdrill: {name} engine; timing calibrated inside the VM guest"]
+        return f"packetdrill: {name} engine; timing calibrated inside the VM guest"
     slack = config.stash[SLACK_KEY]
     if slack.forced is None:
-        return [f"packetdrill: {name} engine; late-side timing slack {slack.why}; {bound}"]
+        return f"packetdrill: {name} engine; late-side timing slack {slack.why}; {bound}"
     usecs = slack.forced.late_slack_usecs
-    return [
+    return (
         f"packetdrill: {name} engine; late-side timing slack +{usecs / 1000:.1f} ms "
         f"({slack.why}); {bound}"
+    )
+
+
+def _options_line(options: ScriptOptions) -> list[str]:
+    """What the command line gave every script, in packetdrill's own spelling, when anything."""
+    given = [
+        f"-D {value}" if name == "define" else f"--{name}={value}"
+        for name, value in options.engine_options()
     ]
+    if options.ip_versions:
+        given.append(f"IP variants {', '.join(options.ip_versions)} only")
+    return [f"packetdrill: every script with {'; '.join(given)}"] if given else []
 
 
 def timing_of(report: pytest.TestReport) -> TimingRecord | None:
@@ -181,6 +310,18 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Fil
     return None
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--pkt-ip-version``: the other variants are deselected (and counted as such)."""
+    wanted = config.stash[_OPTIONS_KEY].ip_versions
+    if not wanted:
+        return
+    dropped = [item for item in items if isinstance(item, PktItem) and item.variant not in wanted]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        gone = set(dropped)
+        items[:] = [item for item in items if item not in gone]
+
+
 def run_for_test(config: pytest.Config, path: Path, variant: str) -> RunResult:
     """Run *path* as this session runs every script: chosen backend, variant arguments,
     the session's late slack, and a pcap in the current test's artifact folder (kept on
@@ -205,7 +346,9 @@ def run_with_tolerance(
     ready(config)  # the run unshares a namespace: privilege, reaping
     if (why := privilege.tun_problem()) is not None:
         pytest.skip(why)  # and it needs a tun device
-    options = variant_options(variant) + COMMON_OPTIONS
+    options = (
+        variant_options(variant) + COMMON_OPTIONS + config.stash[_OPTIONS_KEY].engine_options()
+    )
     try:
         from netns import artifacts
 
@@ -219,6 +362,12 @@ def run_with_tolerance(
 
 
 class PktFile(pytest.File):
+    """One script; the ``packetdrill`` marker on the file reaches each of its items."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_marker(PACKETDRILL_MARKER)
+
     def collect(self) -> Iterator[pytest.Item]:
         try:
             text = read_script(str(self.path))
@@ -227,11 +376,12 @@ class PktFile(pytest.File):
             return
         expect = EXPECT_FAIL.search(text)
         variants = variants_for(self.path, text)
+        given = self.config.stash[_OPTIONS_KEY].engine_options()
         if expect is None:
             for variant in variants:
                 try:
                     load_script(
-                        str(self.path), variant_options(variant) + [("dry_run", None)], text
+                        str(self.path), variant_options(variant) + given + [("dry_run", None)], text
                     )
                 except PacketdrillError as err:
                     yield PktLintError.from_parent(self, name="lint", message=err.text)

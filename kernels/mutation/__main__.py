@@ -37,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(
         prog="mutants",
         description=__doc__.split("\n\n")[0].replace("\n", " ") if __doc__ else None,
-        epilog="Example: scripts/mutants --only tcp-01 -- tests/cases -k tcp. "
+        epilog="Example: scripts/mutants --only tunnel- -- tests/cases -m tunnel. "
         "Equivalent or unobservable survivors say why in their file's 'Survivor:' line.",
     )
     cli.add_argument(

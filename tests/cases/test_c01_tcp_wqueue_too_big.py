@@ -37,6 +37,8 @@ from netns import sockets
 from netns.variants import broken
 from packetdrill.pytest_plugin import PktItem, run_for_test
 
+pytestmark = [pytest.mark.tcp, pytest.mark.packetdrill]
+
 SCRIPT = Path(__file__).parent / "packetdrill" / "c01-tcp-wqueue-too-big-v4.pkt"
 RETRANSMISSION = "> . 3001:4461(1460) ack 1"
 # The drop rule goes in after the last original segment left, and must be in place before the

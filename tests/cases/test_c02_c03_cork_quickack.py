@@ -44,6 +44,8 @@ from netns.topology import Network, shapes
 from netns.traffic import STDLIB_PYTHON
 from netns.variants import broken
 
+pytestmark = [pytest.mark.tcp]
+
 APPS = Path(__file__).parent / "apps"
 SERVER, CLIENT = "10.0.0.2", "10.0.0.1"
 PORT = 8080

@@ -78,6 +78,8 @@ def calico_ipip(gateway_112: str, onlink_112: bool) -> Topology:
     )
 
 
+@pytest.mark.tunnel
+@pytest.mark.routing
 @pytest.mark.needs("ipip")
 @pytest.mark.parametrize(
     ("gateway", "onlink"),
@@ -124,6 +126,7 @@ def _slash32_device(ns: Namespace, kind: str) -> str:
     return dev
 
 
+@pytest.mark.routing
 @pytest.mark.parametrize(
     "gateway_prefix_on_dev",
     [

@@ -37,7 +37,7 @@ from netns.topology import Network, shapes
 from netns.traffic import STDLIB_PYTHON, ping, poll_until
 from netns.variants import broken
 
-pytestmark = pytest.mark.needs("ipip")
+pytestmark = [pytest.mark.needs("ipip"), pytest.mark.tunnel, pytest.mark.routing]
 
 N2_OVERLAY, N4_OVERLAY = shapes.N2_OVERLAY, shapes.N4_OVERLAY
 PINGS = 3

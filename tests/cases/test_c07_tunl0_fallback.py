@@ -40,7 +40,8 @@ from netns.topology import Network
 from netns.traffic import STDLIB_PYTHON, poll_until
 from netns.variants import broken
 
-pytestmark = pytest.mark.needs("ipip")  # the probe also loads the module in a VM guest
+# The probe also loads the module in a VM guest.
+pytestmark = [pytest.mark.needs("ipip"), pytest.mark.tunnel]
 
 FB = "net.core.fb_tunnels_only_for_init_net"
 

@@ -42,6 +42,8 @@ from netns.topology import Network, Topology, Vxlan, shapes
 from netns.traffic import TcpEchoServer, inject_frames, ping, poll_until, tcp_echo
 from netns.variants import broken
 
+pytestmark = [pytest.mark.vxlan]
+
 bind_layers(UDP, VXLAN, dport=shapes.FLANNEL_PORT)
 
 POD3, POD4 = shapes.pod_ip(3), shapes.pod_ip(4)
@@ -111,6 +113,7 @@ def test_c08_outer_header_is_udp_8472_vni_1_between_vteps(topology, port: int) -
         assert inner[IP].src == POD3 and inner[IP].dst == POD4
 
 
+@pytest.mark.tcp
 @pytest.mark.parametrize(
     "pod_mtu",
     [
@@ -179,6 +182,7 @@ def test_c08_nolearning_leaves_only_the_static_fdb_entry(topology, learning: boo
         assert f"dst {shapes.underlay_ip(peer)}" in shown
 
 
+@pytest.mark.routing
 @pytest.mark.parametrize(
     "broadcast_route",
     [

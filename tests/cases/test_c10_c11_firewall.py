@@ -38,6 +38,8 @@ from netns.topology import shapes
 from netns.traffic import ping
 from netns.variants import broken
 
+pytestmark = [pytest.mark.netfilter]
+
 
 def _forward_policy(ns: Namespace) -> tuple[str, int]:
     """FORWARD's policy in *ns* and the packets it has decided so far."""
@@ -101,6 +103,7 @@ def _bridge_netfilter(ns: Namespace) -> None:
         )
 
 
+@pytest.mark.bridge
 @pytest.mark.needs("iptables")
 @pytest.mark.parametrize(
     "call_iptables",

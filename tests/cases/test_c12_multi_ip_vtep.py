@@ -40,6 +40,8 @@ from netns.topology import Bridge, Fdb, Iface, Neigh, Route, Topology, Veth, Vxl
 from netns.traffic import TcpEchoServer, ping, tcp_echo
 from netns.variants import broken
 
+pytestmark = [pytest.mark.vxlan, pytest.mark.routing]
+
 PUBLIC, UNDERLAY, PEER, ROUTER_PUB, ROUTER_UND = (
     "1.1.1.198",
     "192.168.0.1",

@@ -34,6 +34,8 @@ from netns.traffic import STDLIB_PYTHON, Exchange, TcpEchoServer, echo_deadline,
 from netns.variants import broken
 from netregress.errors import NetregressError
 
+pytestmark = [pytest.mark.tcp]
+
 FORWARDER = textwrap.dedent("""
     import select, socket, sys
     ETH_P_ALL, PACKET_OUTGOING = 3, 4

@@ -37,6 +37,8 @@ from netns.topology import Network
 from netns.traffic import udp_burst
 from netns.variants import broken
 
+pytestmark = [pytest.mark.softirq]
+
 COUNT = 3000
 SENDER_CPU, RPS_CPU = 0, 1
 BACKLOG_WEIGHT = 64

@@ -70,6 +70,7 @@ def calico_node() -> Topology:
     )
 
 
+@pytest.mark.routing
 @pytest.mark.parametrize(
     "block_type",
     [
@@ -94,6 +95,7 @@ def test_c18_pod_block_blackhole_route(topology, block_type: str) -> None:
 STRANGER, MARKER = "02:00:00:00:21:01", "02:00:00:00:21:02"
 
 
+@pytest.mark.bridge
 @pytest.mark.parametrize(
     "hairpin",
     [
@@ -133,6 +135,7 @@ def test_c21_bridge_hairpin_returns_frame_to_its_port(topology, hairpin: str) ->
 SECONDARY = "10.0.0.11"
 
 
+@pytest.mark.vxlan
 @pytest.mark.parametrize(
     "local",
     [

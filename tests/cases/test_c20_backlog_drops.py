@@ -34,9 +34,13 @@ from netns.variants import broken
 
 PORT = 5201
 
-pytestmark = pytest.mark.skipif(
-    not in_netregress_vm(), reason=GUEST_ONLY.format(knob="net.core.netdev_max_backlog")
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not in_netregress_vm(), reason=GUEST_ONLY.format(knob="net.core.netdev_max_backlog")
+    ),
+    pytest.mark.softirq,
+    pytest.mark.tcp,
+]
 
 
 @pytest.mark.parametrize(

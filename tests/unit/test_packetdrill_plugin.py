@@ -1,7 +1,10 @@
 """The pytest plugin: collection per IP variant, lint failures as items, expect-fail
-headers, and what a failing script reports."""
+headers, what a failing script reports, and packetdrill's own options given on the pytest
+command line (defines, the base tolerance, the IP variants) reaching both engines."""
 
 import pytest
+
+from packetdrill.pytest_plugin import ScriptOptions
 
 pytest_plugins = ["pytester"]
 
@@ -105,3 +108,163 @@ def test_skip_if_kernel_has(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*needs-no-tun-v4.pkt expects a kernel without tun*"])
+
+
+# The result is a define: without one the engine compares the word SIZE with the 10 bytes
+# written, a wrong one compares the wrong number.
+SIZED = GOOD.replace("write(3, ..., 10) = 10", "write(3, ..., 10) = SIZE")
+# The datagram leaves at once, 500 ms before the script says: early beyond the default base
+# tolerance (12.5 % of the gap, 62.5 ms), which no slowness can excuse; a 1 s base covers it.
+EARLY = GOOD.replace("   +0 > udp", "  +.5 > udp")
+
+
+def run_v4(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("-p", "no:cacheprovider", "--pkt-ip-version=ipv4", *args)
+
+
+def test_a_define_on_the_command_line_reaches_the_script(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".pkt", **{"sized-v4": SIZED})
+    without = run_v4(pytester)
+    without.assert_outcomes(failed=1)
+    without.stdout.fnmatch_lines(["*sized-v4.pkt:3: runtime error in write call: Bad type*"])
+    run_v4(pytester, "-D", "SIZE=10").assert_outcomes(passed=1)
+    wrong = run_v4(pytester, "--pkt-define=SIZE=20")
+    wrong.assert_outcomes(failed=1)
+    wrong.stdout.fnmatch_lines(["*Expected result 20 but got 10*"])
+
+
+def test_a_define_wins_over_the_variants_own(pytester: pytest.Pytester) -> None:
+    """The variant's arguments define CODE=host_unreachable (upstream's corpus runner does)."""
+    pytester.makefile(".pkt", **{"code-v4": GOOD.replace("= 10\n", "= CODE\n", 1)})
+    run_v4(pytester, "-D", "CODE=10").assert_outcomes(passed=1)
+
+
+def test_the_tolerance_on_the_command_line_reaches_the_script(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".pkt", **{"early-v4": EARLY})
+    default = run_v4(pytester, "--tolerance-scale=1")
+    default.assert_outcomes(failed=1)
+    default.stdout.fnmatch_lines(["*expected outbound packet at 0.5* but happened at 0.0*"])
+    run_v4(pytester, "--tolerance-scale=1", "--pkt-tolerance-usecs=1000000").assert_outcomes(
+        passed=1
+    )
+
+
+ARGS_BINARY = """#!/bin/sh
+# Stands in for upstream packetdrill: prints the options it was given, then fails.
+echo "args: $*"
+exit 1
+"""
+
+
+def test_the_upstream_binary_gets_the_same_options(pytester: pytest.Pytester) -> None:
+    binary = pytester.path / "packetdrill"
+    binary.write_text(ARGS_BINARY)
+    binary.chmod(0o755)
+    pytester.makefile(".pkt", **{"sized-v4": SIZED})
+    result = run_v4(
+        pytester, f"--packetdrill={binary}", "-D", "SIZE=10", "--pkt-tolerance-usecs=8000"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["args: *--define=SIZE=10 --tolerance_usecs=8000 *sized-v4.pkt"])
+
+
+def test_ip_version_keeps_only_those_variants(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".pkt", **{"all": GOOD, "only-v4": GOOD, "only-v6": GOOD})
+    result = pytester.runpytest(
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--pkt-ip-version=ipv6",
+        "--pkt-ip-version=ipv4-mapped-ipv6",
+    )
+    ids = {line.strip() for line in result.outlines if ".pkt::" in line}
+    assert ids == {
+        "all.pkt::ipv4-mapped-ipv6",
+        "all.pkt::ipv6",
+        "only-v4.pkt::ipv4-mapped-ipv6",
+        "only-v6.pkt::ipv6",
+    }
+    result.stdout.fnmatch_lines(["4/6 tests collected (2 deselected)*"])
+
+
+def test_header_names_the_options_every_script_gets(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".pkt", x=GOOD)
+    result = pytester.runpytest(
+        "--collect-only",
+        "-p",
+        "no:cacheprovider",
+        "-D",
+        "A=1",
+        "-DB=two",
+        "--pkt-tolerance-usecs=8000",
+        "--pkt-ip-version=ipv4",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "packetdrill: every script with -D A=1; -D B=two; --tolerance_usecs=8000; "
+            "IP variants ipv4 only"
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        pytest.param(
+            ["-D", "SIZE"], "*-D/--pkt-define 'SIZE': expected NAME=VALUE*", id="no-value"
+        ),
+        pytest.param(
+            ["--pkt-define=A B=1"],
+            "*-D/--pkt-define 'A B=1': expected NAME=VALUE*",
+            id="not-a-word",
+        ),
+        pytest.param(
+            ["-D", "mss=1"],
+            "*mss is a packetdrill keyword, which a define never replaces*",
+            id="keyword",
+        ),
+        pytest.param(
+            ["--pkt-tolerance-usecs=0"],
+            "*--pkt-tolerance-usecs=0: expected a whole number*",
+            id="zero-usecs",
+        ),
+        pytest.param(
+            ["--pkt-tolerance-usecs=1_000"],
+            "*--pkt-tolerance-usecs=1_000: expected a whole*",
+            id="underscore-usecs",
+        ),
+        pytest.param(
+            ["--pkt-tolerance-usecs=4ms"],
+            "*--pkt-tolerance-usecs=4ms: expected a whole number*",
+            id="unit-usecs",
+        ),
+        pytest.param(
+            ["--pkt-ip-version=ipv5"], "*--pkt-ip-version: invalid choice: 'ipv5'*", id="ipv5"
+        ),
+    ],
+)
+def test_bad_option_values_are_usage_errors(
+    pytester: pytest.Pytester, args: list[str], message: str
+) -> None:
+    pytester.makefile(".pkt", x=GOOD)
+    result = pytester.runpytest("--collect-only", "-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_vm_guest_gets_the_same_options(pytester: pytest.Pytester) -> None:
+    """``pytest --kernel`` hands these to the guest's pytest with the node ids (which already
+    carry the IP versions): there they must mean what they meant here."""
+    options = ScriptOptions(("A=1", "B=x=y"), "8000", ("ipv6",))
+    assert options.args() == [
+        "--pkt-define=A=1",
+        "--pkt-define=B=x=y",
+        "--pkt-tolerance-usecs=8000",
+    ]
+    pytester.makefile(".pkt", x=GOOD)
+    result = pytester.runpytest("--collect-only", "-p", "no:cacheprovider", *options.args())
+    result.stdout.fnmatch_lines(
+        ["packetdrill: every script with -D A=1; -D B=x=y; --tolerance_usecs=8000"]
+    )
