@@ -51,3 +51,8 @@ help_from_module() {
     "${words[@]}"
 }
 
+# The suite runs ip, bridge, sysctl and tc, which live in the sbin directories a normal user's
+# PATH often lacks (scripts/netregress, scripts/soak).
+sbin_on_path() {
+  export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+}
