@@ -181,7 +181,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _step_args(args: argparse.Namespace) -> list[str]:
     """The options a step needs, passed through `git bisect run` unchanged."""
-    flags = ["-j", str(args.jobs), "--kernel-accel", args.kernel_accel]
+    flags = ["-j", str(args.jobs), "--accel", args.accel]
     return [*flags, *(["--crash-is-bad"] if args.crash_is_bad else []), "--", *args.pytest_args]
 
 
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     tree = git_tree(args.tree)
     if args.command == "step":
-        return step(tree, args.pytest_args, args.jobs, args.kernel_accel, args.crash_is_bad)
+        return step(tree, args.pytest_args, args.jobs, args.accel, args.crash_is_bad)
     tools.require_root()
     tools.qemu(), tools.virtiofsd()
     _check_selection(args.pytest_args)
