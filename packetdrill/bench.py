@@ -3,6 +3,7 @@
 Prints figures; it asserts nothing (speed is measured here, never in tests).
 """
 
+import argparse
 import os
 import re
 import statistics
@@ -11,6 +12,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from netregress.errors import run_cli
 
 from .engine_process import engine_command
 
@@ -133,8 +136,20 @@ def bench_corpus(repo: Path) -> None:
         print(f"corpus wall time, {label:11}: {time.perf_counter() - started:6.1f} s ({summary})")
 
 
-def main() -> int:
-    quick = "--quick" in sys.argv[1:]
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench-packetdrill",
+        description="Benchmark the builtin packetdrill engine: timing error against script "
+        "time, per-script overhead, and the .pkt corpus's wall time (serial and -n 2). "
+        "Figures, not assertions: run it on an idle machine.",
+    )
+    parser.add_argument("--quick", action="store_true", help="skip the corpus runs")
+    args = parser.parse_args(argv)
+    return run_cli("bench-packetdrill", lambda: bench(args.quick))
+
+
+def bench(quick: bool) -> int:
+    """Print the figures: timing, overhead, and (unless `quick`) the corpus runs."""
     repo = Path(__file__).resolve().parents[1]
     print(f"machine: {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="bench-packetdrill-") as tmp:

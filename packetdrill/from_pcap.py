@@ -264,9 +264,7 @@ def render(conn: Connection, source: str, init: str | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m packetdrill.from_pcap", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="scripts/pcap2pkt", description=__doc__.split("\n\n")[0])
     parser.add_argument("pcap", type=Path)
     parser.add_argument(
         "--local",

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from netregress.errors import NetregressError, run_cli
+
 from .errors import ConfigError, ScriptError
 from .loader import load_script
 
@@ -225,17 +227,37 @@ def corpus_scripts(root: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """``scripts/bench-packetdrill-fuzz``: many mutants, their rate, and any crash found."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=20000)
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--corpus", type=Path, default=Path(__file__).parents[1] / "tests")
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench-packetdrill-fuzz",
+        description="Fuzz the packetdrill parser with mutants of real scripts: cases per "
+        "second, the slowest case, and every crash (with its seed and text).",
+    )
+    parser.add_argument(
+        "--cases", type=int, default=20000, metavar="N", help="mutants to try (default 20000)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, metavar="S", help="repeat a run (default: random)"
+    )
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=Path(__file__).parents[1] / "tests",
+        metavar="DIR",
+        help="the *.pkt scripts to mutate (default: the checkout's tests/)",
+    )
     args = parser.parse_args(argv)
-    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    return run_cli("bench-packetdrill-fuzz", lambda: fuzz(args.cases, args.seed, args.corpus))
+
+
+def fuzz(cases: int, seed: int | None, corpus: Path) -> int:
+    """Run `cases` mutants of the scripts under `corpus`; 1 if any crashed the parser."""
+    if cases < 1:
+        raise NetregressError("--cases must be at least 1")
+    seed = seed if seed is not None else random.randrange(2**32)
     rng = random.Random(seed)
-    paths = corpus_scripts(args.corpus)
+    paths = corpus_scripts(corpus)
     if not paths:
-        print(f"no *.pkt under {args.corpus}", file=sys.stderr)
-        return 2
+        raise NetregressError(f"no *.pkt under {corpus}")
     texts = [p.read_text(encoding="latin-1") for p in paths]
     from .variants import VARIANTS, variant_options
 
@@ -243,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     crashes = 0
     slowest = 0.0
     started = time.monotonic()
-    for case in range(args.cases):
+    for case in range(cases):
         text = mutate(rng.choice(texts), rng, texts)
         one = time.monotonic()
         try:
@@ -257,8 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         slowest = max(slowest, time.monotonic() - one)
     wall = time.monotonic() - started
     print(
-        f"{args.cases} mutants of {len(paths)} scripts (seed {seed}): {crashes} crashes, "
-        f"{wall:.1f} s, {args.cases / wall:.0f} cases/s, slowest {slowest * 1e3:.1f} ms"
+        f"{cases} mutants of {len(paths)} scripts (seed {seed}): {crashes} crashes, "
+        f"{wall:.1f} s, {cases / wall:.0f} cases/s, slowest {slowest * 1e3:.1f} ms"
     )
     return 1 if crashes else 0
 

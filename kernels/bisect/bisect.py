@@ -142,18 +142,24 @@ def bisect(tree: SourceTree, good: str, bad: str, step_args: list[str]) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
+    """The run and step modes. ``--demo`` has its own parser (kernels/bisect/demo.py; `main`
+    hands it over before this one parses), so the usage and epilog name it."""
     cli = argparse.ArgumentParser(
-        prog="bisect",
+        prog="scripts/bisect",
         description="Find the first bad commit of a kernel git tree for a test: every step "
         "builds (incrementally), boots the kernel in a VM and runs the selected tests.",
-        epilog="example: scripts/bisect --tree ~/src/linux --good v6.0 --bad v6.1 -- "
+        epilog="--demo: bisect a synthetic 6.1 history whose culprit is known, and check it "
+        "lands there (scripts/bisect --demo --help). Each mode's options: scripts/bisect MODE "
+        "--help. Example: scripts/bisect --tree ~/src/linux --good v6.0 --bad v6.1 -- "
         "tests/cases/test_c01_tcp_wqueue_too_big.py",
     )
-    sub = cli.add_subparsers(dest="command")
-    for name in ("run", "step"):
-        cmd = sub.add_parser(
-            name, help="bisect (default)" if name == "run" else "one step (git bisect run calls it)"
-        )
+    sub = cli.add_subparsers(dest="command", title="modes")
+    modes = {
+        "run": "bisect (the default mode)",
+        "step": "one step on the checked-out revision (git bisect run calls it)",
+    }
+    for name, summary in modes.items():
+        cmd = sub.add_parser(name, help=summary)
         cmd.add_argument("--tree", type=Path, required=True, help="the kernel git tree")
         if name == "run":
             cmd.add_argument("--good", required=True, help="a revision where the tests pass")
@@ -164,12 +170,18 @@ def parser() -> argparse.ArgumentParser:
             help="a crashed or hung kernel counts as bad (default: skip)",
         )
         add_run_options(cmd)
+    # Set after add_subparsers, which makes the modes' prog out of the usage.
+    cli.usage = (
+        "%(prog)s [run] --tree DIR --good REV --bad REV [options] -- PYTEST_ARGS ...\n"
+        "       %(prog)s step --tree DIR [options] -- PYTEST_ARGS ...\n"
+        "       %(prog)s --demo [options] [-- PYTEST_ARGS ...]"
+    )
     return cli  # fmt: skip
 
 
 def _step_args(args: argparse.Namespace) -> list[str]:
     """The options a step needs, passed through `git bisect run` unchanged."""
-    flags = ["-j", str(args.jobs), "--kernel-accel", args.kernel_accel]
+    flags = ["-j", str(args.jobs), "--accel", args.accel]
     return [*flags, *(["--crash-is-bad"] if args.crash_is_bad else []), "--", *args.pytest_args]
 
 
@@ -189,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     tree = git_tree(args.tree)
     if args.command == "step":
-        return step(tree, args.pytest_args, args.jobs, args.kernel_accel, args.crash_is_bad)
+        return step(tree, args.pytest_args, args.jobs, args.accel, args.crash_is_bad)
     tools.require_root()
     tools.qemu(), tools.virtiofsd()
     _check_selection(args.pytest_args)

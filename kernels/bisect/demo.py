@@ -18,6 +18,7 @@ from kernels.bisect.c01 import CASE, PACKAGE, PATCH
 from kernels.bisect.vmtest import add_run_options
 from kernels.errors import KernelsError
 from kernels.paths import cache_dir, locked
+from netregress.errors import run_cli
 
 TAGS = ("demo-good", "demo-culprit", "demo-bad")
 _IDENTITY = ["-c", "user.name=netregress demo", "-c", "user.email=netregress@localhost"]
@@ -88,24 +89,17 @@ def demo_tree() -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli = argparse.ArgumentParser(prog="bisect --demo", description=__doc__.splitlines()[0])
+    cli = argparse.ArgumentParser(prog="scripts/bisect --demo", description=__doc__.splitlines()[0])
     add_run_options(cli, CASE)
     args = cli.parse_args(argv)
-    try:
-        tree = demo_tree()
-        culprit = git(tree, "rev-parse", TAGS[1])
-        step_args = [
-            "-j",
-            str(args.jobs),
-            "--kernel-accel",
-            args.kernel_accel,
-            "--",
-            *args.pytest_args,
-        ]
-        found = bisect(git_tree(tree), TAGS[0], TAGS[2], step_args)
-    except KernelsError as exc:
-        print(f"bisect demo: error: {exc}", file=sys.stderr)
-        return 2
+    return run_cli("bisect demo", lambda: _demo(args))
+
+
+def _demo(args: argparse.Namespace) -> int:
+    tree = demo_tree()
+    culprit = git(tree, "rev-parse", TAGS[1])
+    step_args = ["-j", str(args.jobs), "--accel", args.accel, "--", *args.pytest_args]
+    found = bisect(git_tree(tree), TAGS[0], TAGS[2], step_args)
     subject = git(tree, "log", "-1", "--format=%h %s", found)
     if found != culprit:
         print(f"bisect demo: FAILED: landed on {subject}, the culprit is {culprit[:12]}")

@@ -30,7 +30,7 @@ def add_run_options(cli: argparse.ArgumentParser, default_tests: str | None = No
         help="make -j (default: all CPUs; make runs niced)",
     )
     cli.add_argument(
-        "--kernel-accel",
+        "--accel",
         choices=("auto", "kvm", "tcg"),
         default="auto",
         help="VM acceleration (auto: KVM only if a probe guest boots)",

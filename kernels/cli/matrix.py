@@ -42,11 +42,18 @@ from netregress.errors import run_cli
 
 
 def _parser() -> argparse.ArgumentParser:
+    """The run's options; the subcommands (merge, ci, export) are listed in its epilog only,
+    since a positional subcommand would take a test path for an unknown command."""
+    names = ",".join(commands.COMMANDS)
+    listing = "".join(f"\n  {name:8}{cmd.summary}" for name, cmd in commands.COMMANDS.items())
     parser = argparse.ArgumentParser(
         prog="scripts/matrix",
+        usage=f"%(prog)s [options] [PYTEST_ARGS ...]\n       %(prog)s {{{names}}} ...",
         allow_abbrev=False,  # "--time" or "--out" belong to pytest, not to us
-        description="Run the netregress suite on several kernels (VMs) and print the matrix. "
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run the netregress suite on several kernels (VMs) and print the matrix.\n"
         "Unknown arguments are passed to pytest (paths, -k EXPR, -m MARK …).",
+        epilog=f"commands (scripts/matrix COMMAND --help):{listing}",
     )
     parser.add_argument("--kernels", action="append", default=[], metavar="A,B",
                         help="kernel names from the catalog or bzImage paths (default: all "
@@ -266,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         if words and words[0] in commands.COMMANDS:
-            return commands.COMMANDS[words[0]](words[1:])
+            return commands.COMMANDS[words[0]].run(words[1:])
         args, pytest_args = _parser().parse_known_args(words)
         return run_matrix(args, [arg for arg in pytest_args if arg != "--"])
 

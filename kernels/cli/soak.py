@@ -10,6 +10,9 @@ says little.
     scripts/soak --runs 20 [--note "idle"] [pytest selection …]       host suite
     scripts/soak --runs 3 --matrix [--kernels A,B] [selection …]       the VM matrix
 
+As a normal user the host suite runs rootless, as scripts/netregress does: each run in a user +
+network + mount namespace of its own (netns/rootless.py); the matrix needs root (VMs).
+
 Exit status: 0 when every test gave the same verdict in every run and none failed, 1 when a
 verdict varied or a test failed, 2 on bad usage.
 """
@@ -24,10 +27,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernels import tools
 from kernels.errors import KernelsError
 from kernels.matrix import reportlog
 from kernels.matrix.results import UNEXPECTED, Outcome
 from kernels.paths import cache_root
+from netns import rootless
 from netregress.errors import run_cli
 
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "xfail", "skip", "crash")
@@ -106,10 +111,17 @@ def _load() -> tuple[float, float, float]:
     return os.getloadavg()
 
 
+def _rootless() -> bool:
+    """A normal user's host runs go through netns.rootless, as scripts/netregress's do."""
+    return os.geteuid() != 0
+
+
 def _host_run(out: Path, workers: int, selection: list[str]) -> tuple[int, list[tuple[str, str]]]:
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
             *reportlog.pytest_args(str(out)), *(["-n", str(workers)] if workers > 0 else []),
             *selection]  # fmt: skip
+    if _rootless():
+        argv = rootless.wrap(argv)  # a fresh user namespace of its own per run
     with (out / "pytest.log").open("wb") as log:
         status = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
     results = reportlog.read(out)
@@ -191,8 +203,10 @@ def soak(args: argparse.Namespace, selection: list[str]) -> int:
         raise KernelsError("--runs must be at least 1")
     if args.kernels and not args.matrix:
         raise KernelsError("--kernels needs --matrix")
-    if os.geteuid() != 0:
-        raise KernelsError("the suite needs root (it creates network namespaces): run as root")
+    if args.matrix:
+        tools.require_root()
+    elif _rootless() and (problem := rootless.userns_problem()) is not None:
+        raise KernelsError(f"the suite needs root or a user namespace of its own: {problem}")
     default_out = cache_root().parent / "soak" / time.strftime("%Y%m%d-%H%M%S")
     out_dir = (args.output or default_out).resolve()
     result = Soak()

@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from kernels.acquire.catalog import DEFAULT_CATALOG, load_catalog, select
 from kernels.errors import KernelsError
@@ -107,4 +108,17 @@ def _export(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"merge": _merge, "ci": _ci, "export": _export}
+class Command(NamedTuple):
+    """A subcommand: what `scripts/matrix --help` says of it, and its body (given its words)."""
+
+    summary: str
+    run: Callable[[list[str]], int]
+
+
+COMMANDS = {
+    "merge": Command(
+        "combine shard directories (--shard I/N --output DIR) into one matrix", _merge
+    ),
+    "ci": Command("write a CI workflow (github or gitlab) that runs one job per shard", _ci),
+    "export": Command("export a result directory for other systems (kcidb)", _export),
+}

@@ -35,7 +35,7 @@ def _say(message: str) -> None:
 
 def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(
-        prog="mutants",
+        prog="scripts/mutants",
         description=__doc__.split("\n\n")[0].replace("\n", " ") if __doc__ else None,
         epilog="Example: scripts/mutants --only tunnel- -- tests/cases -m tunnel. "
         "Equivalent or unobservable survivors say why in their file's 'Survivor:' line.",

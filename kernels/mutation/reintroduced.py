@@ -31,7 +31,8 @@ def _say(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     cli = argparse.ArgumentParser(
-        prog="check-reintroduced-bug", description=__doc__.splitlines()[0] if __doc__ else None
+        prog="scripts/check-reintroduced-bug",
+        description=__doc__.splitlines()[0] if __doc__ else None,
     )
     add_run_options(cli, CASE)
     args = cli.parse_args(argv)
@@ -46,7 +47,7 @@ def _check(args: argparse.Namespace) -> int:
         return build(request, _say)
 
     def runner(built: BuiltKernel, tests: list[str]) -> KernelRun:
-        return run_tests(built, tests, args.kernel_accel, lambda message: _say(f"vm: {message}"))
+        return run_tests(built, tests, args.accel, lambda message: _say(f"vm: {message}"))
 
     out = cache_dir("runs", "check-reintroduced-bug")
     for stale in (out / "results").glob("*.json"):  # a check always measures afresh

@@ -93,7 +93,10 @@ def parser() -> argparse.ArgumentParser:
         help="run inside this matrix kernel's VM guest (kernels/matrix.toml)",
     )
     p.add_argument(
-        "--kernel-accel", choices=("auto", "kvm", "tcg"), default="auto", help=argparse.SUPPRESS
+        "--accel",
+        choices=("auto", "kvm", "tcg"),
+        default="auto",
+        help="with --kernel: VM acceleration (auto: KVM only if a probe guest boots)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--progress-file", type=Path, help=argparse.SUPPRESS)  # --kernel's guest
@@ -112,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.kernel:
             from .guest import run_in_kernel
 
-            doc, status = run_in_kernel(args.kernel, _without_kernel(argv), args.kernel_accel)
+            doc, status = run_in_kernel(args.kernel, _without_kernel(argv), args.accel)
         else:
             doc, status = run(args, argv)
     except (CorpusError, record.ReferenceError, UsageProblem) as err:
@@ -161,9 +164,9 @@ def _without_kernel(argv: list[str]) -> list[str]:
     for word in argv:
         if skip:
             skip = False
-        elif word in ("--kernel", "--kernel-accel", "--out"):
+        elif word in ("--kernel", "--accel", "--out"):
             skip = True
-        elif not word.startswith(("--kernel=", "--kernel-accel=", "--out=")):
+        elif not word.startswith(("--kernel=", "--accel=", "--out=")):
             out.append(word)
     return out
 

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from kernels.cli import soak
 from kernels.cli.soak import Run, Soak, main, render
+from netns import rootless
 
 FLIPPING = """
 from pathlib import Path
@@ -21,6 +23,14 @@ def test_flips():
     runs = int(STATE.read_text()) if STATE.exists() else 0
     STATE.write_text(str(runs + 1))
     assert runs % 2 == 0
+"""
+
+IN_A_USER_NAMESPACE = """
+from netns import privilege
+
+
+def test_runs_in_a_user_namespace_of_its_own():
+    assert not privilege.in_initial_user_namespace()
 """
 
 
@@ -81,3 +91,17 @@ def test_bad_usage_is_a_clear_error(
 ) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(rootless.userns_problem() is not None, reason="no unprivileged user namespace")
+def test_a_normal_users_runs_are_rootless(
+    tmp_path: Path, opted_in: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each host run goes through netns.rootless, as a normal user's scripts/netregress does
+    (root is taken for a normal user here: the run itself proves where it ran)."""
+    monkeypatch.setattr(soak, "_rootless", lambda: True)
+    (tmp_path / "test_where.py").write_text(IN_A_USER_NAMESPACE)
+    out = tmp_path / "out"
+    argv = ["--runs", "1", "--workers", "0", "--output", str(out), str(tmp_path / "test_where.py")]
+    assert main(argv) == 0, (out / "run-001/pytest.log").read_text()
+    assert json.loads((out / "soak.json").read_text())["tests"] != {}

@@ -23,7 +23,7 @@ def _status(message: str) -> None:
 def parser() -> argparse.ArgumentParser:
     """The command line; shared with scripts/bisect, which builds the same way."""
     cli = argparse.ArgumentParser(
-        prog="build-kernel",
+        prog="scripts/build-kernel",
         description="Build a kernel from source (out of tree, incremental, everything the suite "
         "needs built in) into a directory the matrix boots: bzImage + lib/modules/<release>.",
     )
