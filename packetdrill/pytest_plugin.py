@@ -20,6 +20,7 @@ reported as ``PASSED~`` and listed in the terminal summary, and a run too late t
 xfail saying timing is not checkable on this machine (docs/timing-tolerance.md).
 """
 
+import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -47,7 +48,14 @@ from .tolerance import (
     slack_for_scale,
     verdict_of_lateness,
 )
-from .variants import COMMON_OPTIONS, EXPECT_FAIL, SKIP_IF_HAS, variant_options, variants_for
+from .variants import (
+    BROKEN,
+    COMMON_OPTIONS,
+    EXPECT_FAIL,
+    SKIP_IF_HAS,
+    variant_options,
+    variants_for,
+)
 
 
 @dataclass
@@ -305,7 +313,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
-    if file_path.suffix == ".pkt":
+    """Every ``.pkt`` but hidden ones (a broken variant's copy while it runs)."""
+    if file_path.suffix == ".pkt" and not file_path.name.startswith("."):
         return PktFile.from_parent(parent, path=file_path)
     return None
 
@@ -395,6 +404,40 @@ class PktFile(pytest.File):
                 expect_fail=expect.group(1) if expect else None,
                 skip_if_has=skip_if.group(1).split() if skip_if else [],
             )
+        yield from self._broken_variants(text, variants[0], expect is not None, skip_if)
+
+    def _broken_variants(
+        self, text: str, variant: str, negative: bool, skip_if: re.Match[str] | None
+    ) -> Iterator[pytest.Item]:
+        """One strict-xfail item per `broken` header, in the script's first IP variant: the
+        same script with one configuration changed must fail, or its oracle is blind."""
+        for match in BROKEN.finditer(text):
+            name, old, new, why = match.groups()
+            found = text.count(old) - 1  # the header itself names it once
+            if negative or found != 1:
+                problem = (
+                    "a negative script cannot carry a broken variant"
+                    if negative
+                    else f"`{old}` must occur exactly once outside the header (found {found})"
+                )
+                yield PktLintError.from_parent(
+                    self, name=f"broken-{name}", message=f"{self.path}: broken {name}: {problem}"
+                )
+                continue
+            header = match.group(0)
+            changed = text.replace(header, "").replace(old, new)
+            item = PktItem.from_parent(
+                self,
+                name=f"{variant}-broken-{name}",
+                variant=variant,
+                expect_fail=None,
+                skip_if_has=skip_if.group(1).split() if skip_if else [],
+                changed_text=changed,
+            )
+            item.add_marker(
+                pytest.mark.xfail(strict=True, raises=PktFailure, reason=f"broken variant: {why}")
+            )
+            yield item
 
 
 class PktLintError(pytest.Item):
@@ -414,18 +457,53 @@ class PktLintError(pytest.Item):
         return self.path, None, f"{self.path.name}: lint"
 
 
+@contextlib.contextmanager
+def _scratch_copy(path: Path, text: str) -> Iterator[Path]:
+    """`text` as a hidden sibling of `path` for the length of one run, so the script's folder
+    (its working directory, its relative paths) is the same. Hidden files are never collected;
+    the name carries the run id, so parallel runs never meet, and a killed run's copy is
+    removed by the next run that copies the same script."""
+    from netregress import naming
+
+    for stale in path.parent.glob(f".{path.stem}.{naming.PREFIX}*-broken.pkt"):
+        owner = naming.owner_of(stale.name.removeprefix(f".{path.stem}."))
+        if owner is not None and not owner.alive():
+            stale.unlink(missing_ok=True)
+    copy = path.with_name(f".{path.stem}.{naming.run_id()}-broken.pkt")
+    copy.write_text(text)
+    try:
+        yield copy
+    finally:
+        copy.unlink(missing_ok=True)
+
+
 class PktFailure(Exception):
     """A script run that did not end as the script (or its expect-fail header) says."""
 
 
 class PktItem(pytest.Item):
+    """One script in one IP variant; with `changed_text`, its broken variant's copy instead
+    (run from a temporary file in the script's own folder, so its relative paths still hold)."""
+
     def __init__(
-        self, *, variant: str, expect_fail: str | None, skip_if_has: list[str], **kwargs: Any
+        self,
+        *,
+        variant: str,
+        expect_fail: str | None,
+        skip_if_has: list[str],
+        changed_text: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.variant = variant
         self.expect_fail = expect_fail
         self.skip_if_has = skip_if_has
+        self.changed_text = changed_text
+
+    def _script(self) -> contextlib.AbstractContextManager[Path]:
+        if self.changed_text is None:
+            return contextlib.nullcontext(self.path)
+        return _scratch_copy(self.path, self.changed_text)
 
     def runtest(self) -> None:
         if self.skip_if_has:
@@ -434,7 +512,8 @@ class PktItem(pytest.Item):
             present = [name for name in self.skip_if_has if features.has(name)]
             if present:
                 pytest.skip(f"{self.path.name} expects a kernel without {', '.join(present)}")
-        result, tolerance = run_with_tolerance(self.config, self.path, self.variant)
+        with self._script() as script:
+            result, tolerance = run_with_tolerance(self.config, script, self.variant)
         if self.expect_fail is None or self.stopped_short_by_the_engine(result):
             record = judge_run(result, tolerance)
         elif self.lateness_swallowed_by_the_slack(result):

@@ -15,6 +15,12 @@ from .loader import CliOptions
 EXPECT_FAIL = re.compile(r"//\s*netregress:\s*expect-fail:\s*(.+?)\s*$", re.M)
 # For scripts whose expectations rely on a driver being absent (netns.features names).
 SKIP_IF_HAS = re.compile(r"//\s*netregress:\s*skip-if-kernel-has:\s*(.+?)\s*$", re.M)
+# A script's own broken variant: `// netregress: broken ID: `OLD` -> `NEW` why`. The copy with
+# OLD (exactly once in the script) replaced by NEW is the strict-xfail proof that its oracle
+# can fail (a configuration change, never an edit of what the script expects).
+BROKEN = re.compile(
+    r"//\s*netregress:\s*broken\s+([\w-]+):\s*`([^`]+)`\s*->\s*`([^`]*)`\s*(.*?)\s*$", re.M
+)
 _IP_VERSION_LINE = re.compile(r"^--ip_version=(\S+)", re.M)
 _V4_COMMON = [
     "--local_ip=192.168.0.1",

@@ -268,3 +268,30 @@ def test_a_vm_guest_gets_the_same_options(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         ["packetdrill: every script with -D A=1; -D B=x=y; --tolerance_usecs=8000"]
     )
+
+
+def test_a_scripts_broken_variant_is_a_strict_xfail_of_its_own_oracle(
+    pytester: pytest.Pytester,
+) -> None:
+    """`// netregress: broken ID: `OLD` -> `NEW``: the copy with one configuration changed
+    must fail (xfailed); a change the oracle cannot see XPASSes strictly (failed); OLD that is
+    not in the script exactly once is a lint failure, never a satisfied xfail. The copy runs
+    from the script's folder and is gone afterwards."""
+    caught = "// netregress: broken big: `write(3, ..., 10)` -> `write(3, ..., 20)` sends 20\n"
+    blind = "// netregress: broken same: `connect(3` -> `connect( 3` spaces only\n"
+    absent = "// netregress: broken none: `sendto(3` -> `send(3` not in the script\n"
+    pytester.makefile(
+        ".pkt",
+        **{"caught-v4": caught + GOOD, "blind-v4": blind + GOOD, "absent-v4": absent + GOOD},
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rA", "--pkt-ip-version=ipv4")
+    result.assert_outcomes(passed=3, xfailed=1, failed=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "XFAIL caught-v4.pkt::ipv4-broken-big - broken variant: sends 20",
+            "FAILED blind-v4.pkt::ipv4-broken-same - [[]XPASS(strict)[]] broken variant:*",
+            "FAILED absent-v4.pkt::broken-none - *",
+            "*absent-v4.pkt: broken none: `sendto(3` must occur exactly once outside the header*",
+        ]
+    )
+    assert not list(pytester.path.glob(".*.pkt"))
