@@ -8,10 +8,12 @@ and the score go to OUT/mutants.{md,json,html}; run the same command again to re
 
 import argparse
 import os
+import signal
 import sys
 import time
 import tomllib
 from pathlib import Path
+from types import FrameType
 
 from kernels.acquire.from_source.builder import BuildRequest, BuiltKernel, build
 from kernels.acquire.from_source.source import debian_source
@@ -147,8 +149,16 @@ def _campaign(args: argparse.Namespace) -> int:
     return 0
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Everything after the first `--` is the pytest selection, never a mutant file."""
+    """Everything after the first `--` is the pytest selection, never a mutant file. A
+    SIGTERM or SIGHUP (a CI job cancelled, a closed terminal) ends the campaign like Ctrl-C:
+    the guest and the build are stopped, what was judged stays stored."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
     given = sys.argv[1:] if argv is None else argv
     cut = given.index("--") if "--" in given else len(given)
     args = parser().parse_args(given[:cut])

@@ -167,6 +167,10 @@ class _Builds:
         return (future or self._submit(mutant)).result()
 
     def close(self) -> None:
+        """Builds not started are dropped; one under way finishes (make is incremental, so the
+        next campaign starts from where it got)."""
+        if any(future.running() for future in self._ahead.values()):
+            self._campaign.status("waiting for the build under way to finish")
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
