@@ -39,10 +39,14 @@ def line() -> Topology:
         name="line",
         hosts={"client": {}, "router": {"net.ipv4.ip_forward": 1}, "server": {}},
         links=(
-            Veth(Iface("client", "eth0", (f"{CLIENT}/24",)),
-                 Iface("router", "eth0", (f"{ROUTER_IN}/24",))),
-            Veth(Iface("router", "eth1", (f"{ROUTER_OUT}/24",)),
-                 Iface("server", "eth0", (f"{SERVER}/24",))),
+            Veth(
+                Iface("client", "eth0", (f"{CLIENT}/24",)),
+                Iface("router", "eth0", (f"{ROUTER_IN}/24",)),
+            ),
+            Veth(
+                Iface("router", "eth1", (f"{ROUTER_OUT}/24",)),
+                Iface("server", "eth0", (f"{SERVER}/24",)),
+            ),
         ),  # fmt: skip
         routes=(
             Route("client", "default", via=ROUTER_IN),
@@ -64,14 +68,10 @@ def _unreachables(packets: list[Packet]) -> list[tuple[str, int, int]]:
     "route_type",
     [
         "prohibit",
-        broken(
-            "unreachable", id="unreachable", why="an unreachable route answers code 1, not 13"
-        ),
+        broken("unreachable", id="unreachable", why="an unreachable route answers code 1, not 13"),
     ],
 )
-def test_c24_prohibit_route_answers_administratively_prohibited(
-    topology, route_type: str
-) -> None:
+def test_c24_prohibit_route_answers_administratively_prohibited(topology, route_type: str) -> None:
     net = topology(line())
     client, router = net["client"], net["router"]
     router.add_route(BLOCKED, type=route_type)
