@@ -4,13 +4,14 @@ The kernel build itself (tens of minutes) is proven by scripts/build-kernel and 
 re-introduced-bug check, not here; these tests cover every decision around it.
 """
 
+import json
 import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from kernels.acquire.from_source import config, make
+from kernels.acquire.from_source import builder, config, make
 from kernels.acquire.from_source.builder import BuildRequest
 from kernels.acquire.from_source.patches import Patch, sync_patches
 from kernels.acquire.from_source.source import (
@@ -180,3 +181,27 @@ def test_result_names_keep_stock_and_patched_apart(tmp_path: Path) -> None:
     patched = BuildRequest(source, patches=(PATCH,))
     assert patched.result_name() == "linux-source-6.1+tcp-c01-fragment-2019-wqueue-limit"
     assert BuildRequest(source, name="mine").result_name() == "mine"
+
+
+def test_a_result_built_from_the_same_inputs_is_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mutant campaign asks again for kernels it built before (another campaign, a resumed
+    one): the same source, patches and fragments give the stored result without a build; any
+    other input, or a user's tree (it can change under the same id), does not."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = SourceTree(id="linux-source-6.1", path=tmp_path, owned=True, origin="test")
+    one = Patch("one.patch", "--- a/f.c\n+++ b/f.c\n@@ -1 +1 @@\n-a\n+b\n")
+    request = BuildRequest(source, patches=(one,), name="m")
+    digest = builder._inputs_digest(request, [one])
+    dest = tmp_path / "cache/netregress/kernels/built/m"
+    (dest / "lib/modules/6.1.0").mkdir(parents=True)
+    (dest / "bzImage").write_bytes(b"kernel")
+    (dest / "kernel.json").write_text(json.dumps({"release": "6.1.0", "inputs": digest}))
+    reused = builder._current_result(request, digest)
+    assert reused is not None and (reused.image, reused.release) == (dest / "bzImage", "6.1.0")
+    reversed_one = Patch("one.patch", one.text, reverse=True)
+    assert builder._inputs_digest(request, [reversed_one]) != digest
+    assert builder._inputs_digest(request, []) != digest
+    theirs = SourceTree(id="linux-source-6.1", path=tmp_path, owned=False, origin="test")
+    assert builder._current_result(BuildRequest(theirs, name="m"), digest) is None

@@ -6,6 +6,7 @@ step) take a minute instead of a cold build; the result dir (`built/<name>`) hol
 the matrix boots: `bzImage` and `lib/modules/<release>`.
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -87,6 +88,33 @@ def _install(req: BuildRequest, obj: Path, log: Path) -> tuple[Path, Path, str]:
     return dest / "bzImage", dest / "lib/modules" / release, release
 
 
+def _inputs_digest(req: BuildRequest, patches: list[Patch]) -> str:
+    """What a result was built from: the source, each patch's text and direction, and every
+    config fragment's text."""
+    digest = hashlib.sha256(req.source.id.encode() + b"\0")
+    for patch in patches:
+        digest.update(f"{patch.reverse}\0{patch.text}\0".encode())
+    for fragment in (config.FRAGMENT, *req.fragments):
+        digest.update(fragment.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _current_result(req: BuildRequest, built_from: str) -> BuiltKernel | None:
+    """The result dir's kernel when it was built from exactly these inputs. Only for source
+    packages we extracted ourselves: a user's tree can change under the same id."""
+    dest = req.out or cache_dir("built") / req.result_name()
+    try:
+        info = json.loads((dest / "kernel.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not req.source.owned or info.get("inputs") != built_from:
+        return None
+    image, modules = dest / "bzImage", dest / "lib/modules" / str(info.get("release"))
+    if not (image.is_file() and modules.is_dir()):
+        return None
+    return BuiltKernel(req.result_name(), image, modules, str(info["release"]), 0.0)
+
+
 def build(req: BuildRequest, status: Status) -> BuiltKernel:
     """Build `req` incrementally in the source's shared build dir and install the result."""
     patches = [p if isinstance(p, Patch) else Patch.read(p) for p in req.patches]
@@ -98,7 +126,11 @@ def build(req: BuildRequest, status: Status) -> BuiltKernel:
     start = time.monotonic()
     obj = cache_dir("obj", req.source.id)
     log = obj / "netregress-build.log"
+    built_from = _inputs_digest(req, patches)
     with locked(obj.with_name(obj.name + ".lock")):
+        if (done := _current_result(req, built_from)) is not None:
+            status(f"{done.name} is up to date ({done.image})")
+            return done
         log.write_text("")  # under the lock: a concurrent build of the same tree waits
         if req.source.owned:
             record = req.source.path.with_name(req.source.path.name + ".applied")
@@ -108,6 +140,7 @@ def build(req: BuildRequest, status: Status) -> BuiltKernel:
         make.run_make(req.source.path, obj, ["bzImage", "modules"], log, "make", req.jobs)
         image, modules, release = _install(req, obj, log)
         result = BuiltKernel(req.result_name(), image, modules, release, time.monotonic() - start)
-        info = {**asdict(result), "source": req.source.origin, "patches": [p.name for p in patches]}
+        info = {**asdict(result), "source": req.source.origin, "patches": [p.name for p in patches],
+                "inputs": built_from}  # fmt: skip
         (image.parent / "kernel.json").write_text(json.dumps(info, indent=2, default=str))
     return result
