@@ -22,7 +22,7 @@ from kernels.errors import KernelsError
 from kernels.matrix.runner import KernelRun
 from kernels.mutation.campaign import Campaign, run_campaign
 from kernels.mutation.mutant import Mutant, read_revert, read_set
-from kernels.mutation.report import score, write
+from kernels.mutation.report import combine, load, score, write
 from kernels.paths import REPO_ROOT
 from netregress.errors import run_cli
 
@@ -65,6 +65,11 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument(
         "--no-confirm", dest="confirm", action="store_false",
         help="do not re-run a killed mutant's killing tests (by default a kill must repeat)",
+    )  # fmt: skip
+    cli.add_argument(
+        "--combine", type=Path, action="append", default=[], metavar="DIR",
+        help="no campaign: combine finished campaigns' results (their mutants.json; the first "
+        "is 'before') into --output's reports (repeatable)",
     )  # fmt: skip
     cli.add_argument(
         "--fresh", action="store_true",
@@ -118,7 +123,20 @@ def _narrowing(whole: bool) -> dict[str, str]:
     return {str(key): str(value) for key, value in table.items()}
 
 
+def _combine(args: argparse.Namespace) -> int:
+    campaigns = [load(folder) for folder in args.combine]
+    records = combine(campaigns)
+    args.output.mkdir(parents=True, exist_ok=True)
+    paths = write(records, args.output, 0.0, before=score(campaigns[0]))
+    print(f"before: {score(campaigns[0]).text()}")
+    print(f"after:  {score(records).text()}")
+    print("reports: " + ", ".join(str(path) for path in paths))
+    return 0
+
+
 def _campaign(args: argparse.Namespace) -> int:
+    if args.combine:
+        return _combine(args)
     mutants = _mutants(args)
     selection = args.selection or DEFAULT_SELECTION
     source = debian_source(args.debian, _say)

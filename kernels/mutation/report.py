@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from kernels.errors import KernelsError
 from kernels.mutation.campaign import CONTROL, Record
 
 EXCUSES = ("equivalent", "not observable")
@@ -62,6 +63,37 @@ def score(records: list[Record]) -> Score:
     )
 
 
+_STRENGTH = {"crashed": 3, "killed": 2, "survived": 1, "stillborn": 0, "control": -1}
+
+
+def combine(campaigns: list[list[Record]]) -> list[Record]:
+    """Several campaigns over the same mutants (the curated set, then new tests for its
+    survivors) as one: each mutant with its strongest verdict and every kill any campaign
+    saw. Each kill was judged against its own campaign's control, so a union is honest."""
+    merged: dict[str, Record] = {}
+    for records in campaigns:
+        for record in records:
+            best = merged.get(record.name)
+            if best is None:
+                merged[record.name] = Record(**asdict(record))
+                continue
+            kills = [*best.kills, *(k for k in record.kills if k not in best.kills)]
+            if _STRENGTH[record.outcome] > _STRENGTH[best.outcome]:
+                best = merged[record.name] = Record(**asdict(record))
+            best.kills = kills
+    return list(merged.values())
+
+
+def load(folder: Path) -> list[Record]:
+    """The records of a finished campaign (its mutants.json)."""
+    path = folder / "mutants.json"
+    try:
+        data = json.loads(path.read_text())
+        return [Record(**item) for item in data["mutants"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise KernelsError(f"{path}: not a campaign's report ({exc})") from None
+
+
 def by_subsystem(records: list[Record]) -> dict[str, Score]:
     names = sorted({r.subsystem for r in records if r.name != CONTROL})
     return {name: score([r for r in records if r.subsystem == name]) for name in names}
@@ -71,7 +103,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(records: list[Record], wall: float) -> str:
+def markdown(records: list[Record], wall: float, before: Score | None = None) -> str:
     """The table reviewers read: score, per subsystem, then one row per mutant."""
     control = next((r for r in records if r.name == CONTROL), None)
     lines = [
@@ -80,6 +112,8 @@ def markdown(records: list[Record], wall: float) -> str:
         f"**Score: {score(records).text()}.**",
         "",
     ]
+    if before is not None:
+        lines += [f"Before the later campaigns: {before.text()}.", ""]
     if control is not None:
         lines.append(
             f"Control: {control.release}, built in {control.build_seconds:.0f} s, suite run "
@@ -113,11 +147,12 @@ def markdown(records: list[Record], wall: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(records: list[Record], out: Path, wall: float) -> list[Path]:
+def write(records: list[Record], out: Path, wall: float, before: Score | None = None) -> list[Path]:
     """mutants.md, mutants.json and mutants.html in `out`; their paths."""
     total = score(records)
     data = {
         "score": {**asdict(total), "percent": total.percent},
+        "before": {**asdict(before), "percent": before.percent} if before else None,
         "subsystems": {name: asdict(part) for name, part in by_subsystem(records).items()},
         "wall_seconds": round(wall, 1),
         "mutants": [asdict(r) for r in records],
@@ -127,10 +162,10 @@ def write(records: list[Record], out: Path, wall: float) -> list[Path]:
     )
     html = env.get_template("mutants.html.j2").render(
         score=total, subsystems=by_subsystem(records), records=records, control=CONTROL,
-        excused=excused, wall=wall,
+        excused=excused, wall=wall, before=before,
     )  # fmt: skip
     paths = [out / "mutants.md", out / "mutants.json", out / "mutants.html"]
-    paths[0].write_text(markdown(records, wall))
+    paths[0].write_text(markdown(records, wall, before))
     paths[1].write_text(json.dumps(data, indent=1))
     paths[2].write_text(html)
     return paths

@@ -3,6 +3,7 @@ kill that must repeat, resume, --revert, and the reports, with a fake build and 
 (a real campaign builds and boots kernels: tests/unit/test_mutation_loop.py and the note)."""
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,10 @@ from kernels.errors import KernelsError
 from kernels.matrix.results import TestResult
 from kernels.matrix.runner import KernelRun
 from kernels.mutation import campaign as campaign_module
-from kernels.mutation.campaign import Campaign, Stop, run_campaign
+from kernels.mutation.campaign import Campaign, Record, Stop, run_campaign
 from kernels.mutation.classify import classify, confirmed, control_problems
 from kernels.mutation.mutant import read_mutant, read_revert, read_set, result_key
-from kernels.mutation.report import markdown, score, write
+from kernels.mutation.report import combine, load, markdown, score, write
 from kernels.vm.console import Crash
 
 DIFF = "--- a/f.c\n+++ b/f.c\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
@@ -249,3 +250,27 @@ def test_a_narrowed_mutant_runs_its_subsystems_tests_judged_by_the_whole_control
     assert runs["mutant-tcp-1-killer"] == ["tests/cases", "-m", "tcp"]
     assert runs["mutant-vxlan-2-quiet"] == ["tests/cases"]
     assert [r.selection for r in records[1:]] == [["tests/cases", "-m", "tcp"], ["tests/cases"]]
+
+
+def test_campaigns_combine_into_before_and_after(tmp_path: Path) -> None:
+    """The curated set, then a campaign of new tests for its survivors: each mutant keeps its
+    strongest verdict and every kill; the first campaign's score is 'before'."""
+    fake = FakeKernels(tmp_path)
+    first = run_campaign(_campaign(tmp_path, fake, ["tcp-1-killer", "vxlan-2-quiet"]))
+    for folder in ("one", "two", "all"):
+        (tmp_path / folder).mkdir()
+    write(first, tmp_path / "one", 1.0)
+    fake.control = GOOD
+    later = [Record(**{**asdict(r), "outcome": "killed",
+                       "kills": [{"nodeid": "t::new", "how": "failed", "message": "x"}]})
+             if r.name == "vxlan-2-quiet" else r for r in first]  # fmt: skip
+    write(later, tmp_path / "two", 1.0)
+    merged = combine([load(tmp_path / "one"), load(tmp_path / "two")])
+    assert {r.name: r.outcome for r in merged} == {
+        "control": "control", "tcp-1-killer": "killed", "vxlan-2-quiet": "killed",
+    }  # fmt: skip
+    assert score(load(tmp_path / "one")).percent == 50.0 and score(merged).percent == 100.0
+    paths = write(merged, tmp_path / "all", 0.0, before=score(load(tmp_path / "one")))
+    assert "Before the later campaigns: 50 % caught" in paths[0].read_text()
+    with pytest.raises(KernelsError, match="not a campaign's report"):
+        load(tmp_path / "missing")
