@@ -30,17 +30,29 @@ def pair(mtu: int | None = None) -> Topology:
     )
 
 
-def bridged(n: int = 3) -> Topology:
-    """T2: hosts ``h1``..``hN`` (10.0.1.i/24), each with a veth into bridge ``br0`` of ``sw``."""
+# No IPv6 in a namespace: no router solicitations, MLD reports or DAD on its links.
+NO_IPV6: dict[str, str | int] = {
+    "net.ipv6.conf.all.disable_ipv6": 1,
+    "net.ipv6.conf.default.disable_ipv6": 1,
+}
+
+
+def bridged(n: int = 3, quiet: bool = False) -> Topology:
+    """T2: hosts ``h1``..``hN`` (10.0.1.i/24), each with a veth into bridge ``br0`` of ``sw``.
+
+    ``quiet``: no namespace speaks IPv6, so the only frames on the bridge are the case's own
+    (what a case about learning, ageing or flooding needs: a router solicitation would
+    refresh or flood on its own schedule)."""
     if n < 1:
         raise ValueError("bridged() needs at least one host")
-    hosts: dict[str, dict[str, str | int]] = {"sw": {}}
+    sysctls = NO_IPV6 if quiet else {}
+    hosts: dict[str, dict[str, str | int]] = {"sw": dict(sysctls)}
     links: list[LinkSpec] = []
     for i in range(1, n + 1):
-        hosts[f"h{i}"] = {}
+        hosts[f"h{i}"] = dict(sysctls)
         links.append(Veth(Iface(f"h{i}", "eth0", (f"10.0.1.{i}/24",)), Iface("sw", f"p{i}")))
     links.append(Bridge(Iface("sw", "br0"), ports=tuple(f"p{i}" for i in range(1, n + 1))))
-    return Topology(name=f"bridged{n}", hosts=hosts, links=tuple(links))
+    return Topology(name=f"bridged{n}{'-quiet' if quiet else ''}", hosts=hosts, links=tuple(links))
 
 
 # --- C06: IPIP on a multi-homed host ------------------------------------------------------

@@ -23,29 +23,13 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from netns import Namespace
-from netns.topology import Bridge, Iface, Topology, Veth
+from netns.topology import shapes
 from netns.traffic import inject_frames, ping, poll_until
 from netns.variants import broken
 
 pytestmark = [pytest.mark.bridge]
 
 UNKNOWN, BROADCAST = "02:00:00:00:26:01", "ff:ff:ff:ff:ff:ff"
-QUIET: dict[str, str | int] = {
-    "net.ipv6.conf.all.disable_ipv6": 1,
-    "net.ipv6.conf.default.disable_ipv6": 1,
-}
-
-
-def quiet_bridge(n: int) -> Topology:
-    """h1..hN (10.0.1.i/24) on bridge br0 of ``sw``, ports p1..pN; no host speaks IPv6, so
-    the only frames on the bridge are the case's own."""
-    hosts: dict[str, dict[str, str | int]] = {"sw": dict(QUIET)}
-    links: list[Veth | Bridge] = []
-    for i in range(1, n + 1):
-        hosts[f"h{i}"] = dict(QUIET)
-        links.append(Veth(Iface(f"h{i}", "eth0", (f"10.0.1.{i}/24",)), Iface("sw", f"p{i}")))
-    links.append(Bridge(Iface("sw", "br0"), ports=tuple(f"p{i}" for i in range(1, n + 1))))
-    return Topology(name=f"quiet_bridge{n}", hosts=hosts, links=tuple(links))
 
 
 def _frame(src: str, dst: str, payload: bytes) -> bytes:
@@ -59,7 +43,7 @@ def _frame(src: str, dst: str, payload: bytes) -> bytes:
     ["off", broken("on", id="flood-on", why="a port with flooding on gets unknown unicast")],
 )
 def test_c26_flood_off_port_gets_no_unknown_unicast(topology, flood: str) -> None:
-    net = topology(quiet_bridge(3))
+    net = topology(shapes.bridged(3, quiet=True))
     h1, sw = net["h1"], net["sw"]
     sw.run(["bridge", "link", "set", "dev", "p3", "flood", flood])
     src = h1.link("eth0").mac
@@ -84,7 +68,7 @@ def _learned(sw: Namespace, mac: str) -> bool:
     [200, broken(30000, id="default-300s", why="learned entries then live for 300 s")],
 )
 def test_c27_learned_address_ages_out(topology, ageing_centisecs: int) -> None:
-    net = topology(quiet_bridge(2))
+    net = topology(shapes.bridged(2, quiet=True))
     h1, h2, sw = net["h1"], net["h2"], net["sw"]
     sw.run(["ip", "link", "set", "br0", "type", "bridge", "ageing_time", str(ageing_centisecs)])
     assert ping(h1, "10.0.1.2", count=1)

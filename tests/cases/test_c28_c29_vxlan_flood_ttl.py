@@ -30,28 +30,13 @@ from scapy.layers.inet import IP, UDP
 from scapy.packet import Packet
 
 from netns import Namespace
-from netns.topology import Bridge, Iface, Topology, Veth
+from netns.topology import shapes
 from netns.traffic import ping
 from netns.variants import broken
 
 pytestmark = [pytest.mark.vxlan]
 
 VNI, PORT = 42, 4789
-QUIET: dict[str, str | int] = {
-    "net.ipv6.conf.all.disable_ipv6": 1,
-    "net.ipv6.conf.default.disable_ipv6": 1,
-}
-
-
-def underlay(n: int) -> Topology:
-    """h1..hN (10.0.1.i/24) on one bridge: the VTEPs' underlay; no IPv6 chatter."""
-    hosts: dict[str, dict[str, str | int]] = {"sw": dict(QUIET)}
-    links: list[Veth | Bridge] = []
-    for i in range(1, n + 1):
-        hosts[f"h{i}"] = dict(QUIET)
-        links.append(Veth(Iface(f"h{i}", "eth0", (f"10.0.1.{i}/24",)), Iface("sw", f"p{i}")))
-    links.append(Bridge(Iface("sw", "br0"), ports=tuple(f"p{i}" for i in range(1, n + 1))))
-    return Topology(name=f"vtep_underlay{n}", hosts=hosts, links=tuple(links))
 
 
 def vtep(host: Namespace, index: int, *extra: str) -> None:
@@ -80,7 +65,7 @@ def _encapsulated(packets: list[Packet]) -> list[Packet]:
     ],
 )
 def test_c28_broadcast_reaches_every_remote_vtep(topology, remotes: tuple[str, ...]) -> None:
-    net = topology(underlay(3))
+    net = topology(shapes.bridged(3, quiet=True))
     h1, h2, h3 = net["h1"], net["h2"], net["h3"]
     for index, host in enumerate((h1, h2, h3), 1):
         vtep(host, index)
@@ -107,7 +92,7 @@ def test_c28_broadcast_reaches_every_remote_vtep(topology, remotes: tuple[str, .
     ],
 )
 def test_c29_unicast_remote_gets_the_routes_ttl(topology, ttl: tuple[str, ...]) -> None:
-    net = topology(underlay(2))
+    net = topology(shapes.bridged(2, quiet=True))
     h1, h2 = net["h1"], net["h2"]
     vtep(h1, 1, *ttl)
     vtep(h2, 2)
@@ -133,7 +118,7 @@ def _fdb_has(host: Namespace, mac: str) -> bool:
     ],
 )
 def test_c34_nolearning_device_learns_nothing(topology, learning: str) -> None:
-    net = topology(underlay(2))
+    net = topology(shapes.bridged(2, quiet=True))
     h1, h2 = net["h1"], net["h2"]
     vtep(h1, 1, learning)
     vtep(h2, 2)
