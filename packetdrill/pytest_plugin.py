@@ -570,13 +570,12 @@ class PktItem(pytest.Item):
 
     @staticmethod
     def describe(result: RunResult) -> str:
+        """The run's own diagnostic, then where to look next. The diagnostic already holds the
+        ``script packet:`` and ``actual packet:`` lines of a sniffed packet (both engines
+        print them, as packetdrill does), so they are not repeated."""
         parts = [result.message or f"exit status {result.exit_status}"]
         if result.line is not None:
             parts.append(f"script line: {result.line}")
-        if result.expected:
-            parts.append(f"expected: {result.expected}")
-        if result.actual:
-            parts.append(f"actual:   {result.actual}")
         if result.pcap and Path(result.pcap).exists():
             parts.append(f"pcap: {result.pcap}")
         if result.stdout.strip():

@@ -506,13 +506,16 @@ class Runtime:
             assert isinstance(live_tcp, TcpHeader)
             learn_syn(conn, live_tcp, spec)
         # Every protocol's payload length is checked, as upstream does: for ICMP it is the
-        # quoted packet's size (28 bytes by default, N - 8 for `[raw (N)]`).
+        # quoted packet's size (28 bytes by default, N - 8 for `[raw (N)]`). Upstream prints
+        # no packets for it; we show both, as for every other mismatch of a sniffed packet,
+        # since the wrong length is seen only beside the packet that had it.
         if len(actual.payload) != len(expected.payload):
-            raise self.fail(
+            raise self.packet_failure(
                 event,
                 "error handling packet: live packet payload: expected "
-                f"{len(expected.payload)} bytes vs actual {len(actual.payload)} "
-                "bytes",
+                f"{len(expected.payload)} bytes vs actual {len(actual.payload)} bytes",
+                (timed, action, expected),
+                (stamp, map_outbound(actual, conn, self.cfg)),
             )
         self.verify_packet(event, action, timed, prev, conn, expected, actual, stamp)
 
@@ -599,20 +602,34 @@ class Runtime:
             text = (
                 f"{'warning' if self.cfg.non_fatal_packet else 'error'} handling packet: {err.text}"
             )
-            expected_line = (
-                f"script packet: {secs(timed.start):9.6f} {self.script_dump(action, expected)}"
-            )
-            actual_line = f"actual packet: {secs(self.clock.to_script(stamp)):9.6f} {dump(mapped)}"
-            failure = RuntimeFailure(
-                f"{self.script.path}:{event.line}: {text}\n{expected_line}\n{actual_line}",
-                event.line,
-                expected_line,
-                actual_line,
-            )
+            failure = self.packet_failure(event, text, (timed, action, expected), (stamp, mapped))
             if not self.cfg.non_fatal_packet:
                 raise failure from None
             self.warnings.append(failure.text)
             print(failure.text, file=sys.stderr, flush=True)
+
+    def packet_failure(
+        self,
+        event: Event,
+        text: str,
+        script: tuple[Timed, PacketEvent, Packet],
+        sniffed: tuple[float, Packet],
+    ) -> RuntimeFailure:
+        """The failure of an outbound line whose packet was sniffed: ``text``, then the
+        ``script packet:`` and ``actual packet:`` lines (each with its script time), which the
+        failure also carries apart for reports."""
+        timed, action, expected = script
+        stamp, shown = sniffed
+        expected_line = (
+            f"script packet: {secs(timed.start):9.6f} {self.script_dump(action, expected)}"
+        )
+        actual_line = f"actual packet: {secs(self.clock.to_script(stamp)):9.6f} {dump(shown)}"
+        return RuntimeFailure(
+            f"{self.script.path}:{event.line}: {text}\n{expected_line}\n{actual_line}",
+            event.line,
+            expected_line,
+            actual_line,
+        )
 
     def check_flowlabel(self, action: PacketEvent, conn: Conn, actual: Packet) -> None:
         label = action.ip_info.flowlabel
