@@ -43,10 +43,11 @@ from .tolerance import (
     TIMING_PROPERTY,
     TimingRecord,
     Tolerance,
+    judge_lateness,
     judge_run,
     late_by_the_engine,
     slack_for_scale,
-    verdict_of_lateness,
+    swallowed_by_the_slack,
 )
 from .variants import (
     BROKEN,
@@ -339,8 +340,9 @@ def run_for_test(config: pytest.Config, path: Path, variant: str) -> RunResult:
     Also what Python cases use when they wrap a script to assert more than it can; a run that
     passed only with lateness beyond the bound ends the test as an xfail, never a pass."""
     result, tolerance = run_with_tolerance(config, path, variant)
-    if result.passed and verdict_of_lateness(result.late_usecs) == "not-checkable":
-        pytest.xfail(TimingRecord("not-checkable", result.late_usecs, tolerance).summary())
+    record = judge_lateness(result, tolerance)
+    if result.passed and record.verdict == "not-checkable":
+        pytest.xfail(record.summary())
     return result
 
 
@@ -517,11 +519,9 @@ class PktItem(pytest.Item):
         if self.expect_fail is None or self.stopped_short_by_the_engine(result):
             record = judge_run(result, tolerance)
         elif self.lateness_swallowed_by_the_slack(result):
-            record = TimingRecord("not-checkable", result.late_usecs, tolerance)
+            record = swallowed_by_the_slack(result, tolerance)
         else:
-            record = TimingRecord(
-                verdict_of_lateness(result.late_usecs), result.late_usecs, tolerance
-            )
+            record = judge_lateness(result, tolerance)
         self.user_properties.append((TIMING_PROPERTY, record.to_json()))
         if record.verdict == "not-checkable":
             pytest.xfail(record.summary())
