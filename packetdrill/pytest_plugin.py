@@ -12,8 +12,9 @@ from the pytest command line (``-D``/``--pkt-define``, ``--pkt-tolerance-usecs``
 top of the script's option lines as packetdrill's command line is), and ``--pkt-ip-version``
 keeps the variants a run wants; a bad value is a usage error before anything runs.
 
-Timing: the session has one late-side slack (forced with ``--tolerance-scale``, or calibrated
-when the first script of the process runs, so a session without scripts never measures); every
+Timing: each process has one late-side slack (forced with ``--tolerance-scale``, or calibrated
+when the first script of the process runs: every xdist worker measures for itself, and a
+session without scripts never measures); every
 item records its :class:`~.tolerance.TimingRecord` as the ``packetdrill_timing`` user
 property (JSON, so JUnit files and the kernel matrix carry it), a pass that needed the slack is
 reported as ``PASSED~`` and listed in the terminal summary, and a run too late to judge is an
