@@ -1,5 +1,7 @@
 """The kernel matrix: describe kernels, fetch them, boot each in a VM, run the suite, report.
 
-Data flows one way: catalog (matrix.toml) → fetch (cache) → launcher (QEMU + virtiofs) →
-guest pytest → results (JUnit + console) → matrix report.
+Data flows one way: catalog (matrix.toml) → fetch or build (cache) → launcher (QEMU +
+virtiofs) → guest pytest → results (pytest-reportlog's report log plus a started-tests log,
+read back as pytest reports: matrix/reportlog.py; the console only for crashes) → matrix
+report (terminal, Markdown, JSON, HTML, JUnit, KTAP written on the host).
 """

@@ -3,7 +3,9 @@
 ``with ns.capture("eth0", "tcp port 80") as cap:`` returns only once tcpdump reports that
 it is listening, so no packet sent inside the block is missed; on exit it waits until the
 pcap stops growing and then stops tcpdump by PID. ``cap.packets`` are scapy packets and
-``cap.path`` the pcap, kept as a test artifact.
+``cap.path`` the pcap, kept as a test artifact. Lists of packets come as
+:class:`~.packet_lines.Packets`, whose repr is one tcpdump-like line per packet, so a failed
+assertion about them reads like tcpdump, not like scapy's repr.
 
 The pcap is read while tcpdump still writes it (``wait_for`` polls it every 20 ms), so each
 packet is dissected once, when its record is complete: scapy dissection is the costly part,
@@ -30,6 +32,7 @@ from netregress.errors import NetregressError
 from netregress.process import Process
 
 from . import artifacts
+from .packet_lines import Packets
 
 if TYPE_CHECKING:
     from .namespace import Namespace
@@ -63,24 +66,24 @@ class PcapTail:
         self._offset = 0
         self._packets: list[Packet] = []
 
-    def read(self) -> list[Packet]:
+    def read(self) -> Packets:
         """Every packet whose record is complete in the file now, in capture order."""
         try:
             with self.path.open("rb") as handle:
                 handle.seek(self._offset)
                 data = handle.read()
         except FileNotFoundError:
-            return []
+            return Packets()
         if not self._header:
             if len(data) < _FILE_HEADER:
-                return []
+                return Packets()
             self._header, data = data[:_FILE_HEADER], data[_FILE_HEADER:]
             self._offset = _FILE_HEADER
         whole = _whole_records(data, _byte_order(self._header, self.path))
         if whole:
             self._packets.extend(rdpcap(io.BytesIO(self._header + data[:whole])))
             self._offset += whole
-        return list(self._packets)
+        return Packets(self._packets)
 
 
 def _byte_order(header: bytes, path: Path) -> str:
@@ -119,7 +122,7 @@ class Capture:
         self.snaplen = snaplen
         self._proc: Process | None = None
         self._tail = PcapTail(self.path)
-        self._packets: list[Packet] | None = None
+        self._packets: Packets | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
     def start(self) -> "Capture":
@@ -181,6 +184,11 @@ class Capture:
             last = size
             time.sleep(_SETTLE_POLL)
 
+    def __repr__(self) -> str:
+        """Where it listened, for pytest's explanation of ``cap.packets`` in an assertion."""
+        on = f"{self.ifname} in {self.ns.name}"
+        return f"<capture on {on}{f' ({self.bpf_filter})' if self.bpf_filter else ''}>"
+
     def __enter__(self) -> "Capture":
         return self.start()
 
@@ -188,26 +196,26 @@ class Capture:
         self.stop()
 
     # --- results -----------------------------------------------------------------------
-    def read(self) -> list[Packet]:
+    def read(self) -> Packets:
         """Packets captured so far (the pcap is flushed per packet, so this works live)."""
         return self._tail.read()
 
     @property
-    def packets(self) -> list[Packet]:
+    def packets(self) -> Packets:
         if self._packets is None or (self._proc is not None and self._proc.running()):
             self._packets = self.read()
         return self._packets
 
     def wait_for(
         self, predicate: Callable[[Packet], bool], count: int = 1, timeout: float = 5.0
-    ) -> list[Packet]:
+    ) -> Packets:
         """Wait until *count* captured packets satisfy *predicate*; returns them.
 
         Lets a case await an event on the wire instead of sleeping a guessed time.
         """
         deadline = time.monotonic() + timeout
         while True:
-            hits = [p for p in self.read() if predicate(p)]
+            hits = Packets(p for p in self.read() if predicate(p))
             if len(hits) >= count or time.monotonic() >= deadline:
                 return hits
             time.sleep(_SETTLE_POLL)
@@ -261,9 +269,9 @@ def data_segments(
     dst: str | None = None,
     sport: int | None = None,
     dport: int | None = None,
-) -> list[Packet]:
+) -> Packets:
     """TCP segments carrying payload, optionally of one direction / flow."""
-    return [p for p in _tcp_matching(pkts, src, dst, sport, dport) if tcp_payload_len(p) > 0]
+    return Packets(p for p in _tcp_matching(pkts, src, dst, sport, dport) if tcp_payload_len(p) > 0)
 
 
 def pure_acks(
@@ -273,13 +281,13 @@ def pure_acks(
     dst: str | None = None,
     sport: int | None = None,
     dport: int | None = None,
-) -> list[Packet]:
+) -> Packets:
     """TCP segments that only acknowledge: ACK set, no payload, no SYN/FIN/RST."""
-    return [
+    return Packets(
         p
         for p in _tcp_matching(pkts, src, dst, sport, dport)
         if tcp_payload_len(p) == 0 and p[TCP].flags & 0x10 and not p[TCP].flags & 0x07
-    ]
+    )
 
 
 def by_flow(pkts: Iterable[Packet]) -> Counter[tuple[str, int, str, int]]:

@@ -90,7 +90,8 @@ def tun_problem() -> str | None:
     """Why this process cannot open the tun device, or None if it can (or is initial root).
 
     Whether a user may open ``/dev/net/tun`` is the machine's choice (its mode), not the
-    kernel's, so the reason names the node's mode and owner.
+    kernel's, so the reason names the node's mode (not its owner: inside a user namespace
+    root's uid shows as the unmapped overflow uid).
     """
     if is_initial_root() or os.access(TUN_DEVICE, os.R_OK | os.W_OK):
         return None

@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import shutil
+import sys
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,17 @@ def pytest_runtest_makereport(
     elif report.failed and folder.exists() and any(folder.iterdir()):
         report.sections.append(("netregress artifacts", f"pcaps and counters kept in {folder}"))
     return report
+
+
+def pytest_assertrepr_compare(op: str, left: object, right: object) -> list[str] | None:
+    """A comparison of captured packets (one, or a list) explained with one tcpdump-like line
+    per packet, not scapy's repr of every field (netns/packet_lines.py). Without scapy loaded
+    no packet exists, so a session that never captured never imports it for this."""
+    if "scapy.packet" not in sys.modules:
+        return None
+    from .packet_lines import explain
+
+    return explain(op, left, right)
 
 
 _OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")

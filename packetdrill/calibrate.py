@@ -3,9 +3,10 @@
 packetdrill's base tolerance (4 ms, or 12.5 % of the gap) assumes bare metal. Under emulation
 (QEMU TCG is 10–30× slower) or heavy load, a correct kernel's packets reach us later than the
 script says, because the engine and the kernel both run slowly. One short measurement
-(~0.25 s) per pytest session sizes how much *later* an event may be; it never makes the early
-edge wider (:mod:`.tolerance`). The load can change between sessions, so it is not cached any
-longer than that (the plugin hands it to xdist workers).
+(~0.25 s) per pytest process, when its first script runs, sizes how much *later* an event may
+be; it never makes the early edge wider (:mod:`.tolerance`). Each xdist worker measures for
+itself (nothing is handed over: a worker measures the machine as it runs its own scripts),
+and the load can change between sessions, so nothing is cached beyond the process.
 """
 
 import time

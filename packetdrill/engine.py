@@ -53,6 +53,8 @@ def run_script(path: str, cli_options: CliOptions) -> RunResult:
             duration=time.monotonic() - started,
             pcap=_pcap_of(cli_options),
             late_usecs=seen.late_usecs,
+            late_line=seen.late_line,
+            late_event=seen.late_event,
             timing_error=seen.error,
             late_error_usecs=seen.error_late_usecs,
             tolerance=tolerance,
@@ -75,6 +77,8 @@ def run_script(path: str, cli_options: CliOptions) -> RunResult:
         duration=time.monotonic() - started,
         pcap=_pcap_of(cli_options),
         late_usecs=seen.late_usecs,
+        late_line=seen.late_line,
+        late_event=seen.late_event,
         tolerance=tolerance,
     )
 

@@ -12,8 +12,9 @@ from the pytest command line (``-D``/``--pkt-define``, ``--pkt-tolerance-usecs``
 top of the script's option lines as packetdrill's command line is), and ``--pkt-ip-version``
 keeps the variants a run wants; a bad value is a usage error before anything runs.
 
-Timing: the session has one late-side slack (forced with ``--tolerance-scale``, or calibrated
-when the first script of the process runs, so a session without scripts never measures); every
+Timing: each process has one late-side slack (forced with ``--tolerance-scale``, or calibrated
+when the first script of the process runs: every xdist worker measures for itself, and a
+session without scripts never measures); every
 item records its :class:`~.tolerance.TimingRecord` as the ``packetdrill_timing`` user
 property (JSON, so JUnit files and the kernel matrix carry it), a pass that needed the slack is
 reported as ``PASSED~`` and listed in the terminal summary, and a run too late to judge is an
@@ -43,10 +44,11 @@ from .tolerance import (
     TIMING_PROPERTY,
     TimingRecord,
     Tolerance,
+    judge_lateness,
     judge_run,
     late_by_the_engine,
     slack_for_scale,
-    verdict_of_lateness,
+    swallowed_by_the_slack,
 )
 from .variants import (
     BROKEN,
@@ -339,8 +341,9 @@ def run_for_test(config: pytest.Config, path: Path, variant: str) -> RunResult:
     Also what Python cases use when they wrap a script to assert more than it can; a run that
     passed only with lateness beyond the bound ends the test as an xfail, never a pass."""
     result, tolerance = run_with_tolerance(config, path, variant)
-    if result.passed and verdict_of_lateness(result.late_usecs) == "not-checkable":
-        pytest.xfail(TimingRecord("not-checkable", result.late_usecs, tolerance).summary())
+    record = judge_lateness(result, tolerance)
+    if result.passed and record.verdict == "not-checkable":
+        pytest.xfail(record.summary())
     return result
 
 
@@ -517,11 +520,9 @@ class PktItem(pytest.Item):
         if self.expect_fail is None or self.stopped_short_by_the_engine(result):
             record = judge_run(result, tolerance)
         elif self.lateness_swallowed_by_the_slack(result):
-            record = TimingRecord("not-checkable", result.late_usecs, tolerance)
+            record = swallowed_by_the_slack(result, tolerance)
         else:
-            record = TimingRecord(
-                verdict_of_lateness(result.late_usecs), result.late_usecs, tolerance
-            )
+            record = judge_lateness(result, tolerance)
         self.user_properties.append((TIMING_PROPERTY, record.to_json()))
         if record.verdict == "not-checkable":
             pytest.xfail(record.summary())
@@ -570,13 +571,12 @@ class PktItem(pytest.Item):
 
     @staticmethod
     def describe(result: RunResult) -> str:
+        """The run's own diagnostic, then where to look next. The diagnostic already holds the
+        ``script packet:`` and ``actual packet:`` lines of a sniffed packet (both engines
+        print them, as packetdrill does), so they are not repeated."""
         parts = [result.message or f"exit status {result.exit_status}"]
         if result.line is not None:
             parts.append(f"script line: {result.line}")
-        if result.expected:
-            parts.append(f"expected: {result.expected}")
-        if result.actual:
-            parts.append(f"actual:   {result.actual}")
         if result.pcap and Path(result.pcap).exists():
             parts.append(f"pcap: {result.pcap}")
         if result.stdout.strip():

@@ -25,6 +25,8 @@ class RunResult:
     exit_status: int = 0
     duration: float = 0.0
     late_usecs: int = 0  # worst lateness beyond the base tolerance of accepted events
+    late_line: int | None = None  # the script line of that event
+    late_event: str = ""  # that event and when it was due ("outbound packet expected at 0.300 s")
     timing_error: str = ""  # "early" / "late" when the run failed on a timing check
     late_error_usecs: int = 0  # how late beyond the base the event failing "late" was
     # The tolerance the run was judged by (script and command line, plus the runner's slack);

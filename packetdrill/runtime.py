@@ -34,6 +34,7 @@ from .model import (
 )
 from .state import State
 from .syscalls import Executor
+from .tolerance import event_words
 from .wire import ACK, SYN, IcmpHeader, Packet, TcpHeader, UdpHeader, decode, encode
 
 _POLL = 0.02  # how often long waits look at the blocking-call thread for errors
@@ -48,10 +49,13 @@ def secs(usecs: int) -> float:
 @dataclass
 class TimingSeen:
     """What the timing checks found: the worst lateness beyond the base tolerance among
-    accepted events, the first timing error's side and how late a late failure was. The
-    caller keeps it, so a failed run still reports all three."""
+    accepted events and which event that was (its line; what was due when), the first timing
+    error's side and how late a late failure was. The caller keeps it, so a failed run still
+    reports all of it; a run too late to judge then names its latest event."""
 
     late_usecs: int = 0
+    late_line: int | None = None
+    late_event: str = ""
     error: str = ""
     error_late_usecs: int = 0
 
@@ -101,7 +105,8 @@ class BlockingCall:
         assert timed.blocking_end is not None
         actual = rt.clock.now()
         gap = timed.blocking_end - timed.start
-        if rt.judge_time(timed.blocking_end, timed.blocking_end, actual, gap):
+        due = (timed.blocking_end, timed.blocking_end)
+        if rt.judge_time(self.event, "system call return", due, due[0], actual, gap):
             raise RuntimeFailure(
                 f"{rt.script.path}:{self.event.line}: timing error: expected "
                 f"system call return at {secs(timed.blocking_end):.6f} sec but "
@@ -172,15 +177,26 @@ class Runtime:
         self.check_blocking()
         return done
 
-    def judge_time(self, start: int, end: int, actual: int, gap: int) -> str:
-        """``early``/``late`` if ``actual`` misses ``start``..``end`` under the run's tolerance
-        (late slack on the late side only), else ``""``; remembers the worst lateness."""
-        side, late_by = self.cfg.tolerance.judge(start, end, actual, gap)
+    def judge_time(
+        self,
+        event: Event,
+        what: str,
+        due: tuple[int, int],
+        earliest: int,
+        actual: int,
+        gap: int,
+    ) -> str:
+        """``early``/``late`` if ``actual`` misses ``earliest``..``due[1]`` under the run's
+        tolerance (late slack on the late side only), else ``""``; remembers the worst lateness
+        and which event (``what``, due in ``due``) it was."""
+        side, late_by = self.cfg.tolerance.judge(earliest, due[1], actual, gap)
         seen = self.seen
-        if not side:
-            seen.late_usecs = max(seen.late_usecs, late_by)
-        elif not seen.error:
-            seen.error, seen.error_late_usecs = side, late_by
+        if side:
+            if not seen.error:
+                seen.error, seen.error_late_usecs = side, late_by
+        elif late_by > seen.late_usecs:
+            seen.late_usecs, seen.late_line = late_by, event.line
+            seen.late_event = event_words(what, *due)
         return side
 
     def check_time(self, event: Event, timed: Timed, actual: int, prev: int | None) -> str | None:
@@ -189,9 +205,9 @@ class Runtime:
             return None
         gap = timed.start - prev
         end = timed.start if timed.end is None else timed.end
-        if not self.judge_time(timed.earliest, end, actual, gap):
-            return None
         what = event.describe()
+        if not self.judge_time(event, what, (timed.start, end), timed.earliest, actual, gap):
+            return None
         if timed.end is not None:
             if event.time.relative:
                 text = (
@@ -506,13 +522,16 @@ class Runtime:
             assert isinstance(live_tcp, TcpHeader)
             learn_syn(conn, live_tcp, spec)
         # Every protocol's payload length is checked, as upstream does: for ICMP it is the
-        # quoted packet's size (28 bytes by default, N - 8 for `[raw (N)]`).
+        # quoted packet's size (28 bytes by default, N - 8 for `[raw (N)]`). Upstream prints
+        # no packets for it; we show both, as for every other mismatch of a sniffed packet,
+        # since the wrong length is seen only beside the packet that had it.
         if len(actual.payload) != len(expected.payload):
-            raise self.fail(
+            raise self.packet_failure(
                 event,
                 "error handling packet: live packet payload: expected "
-                f"{len(expected.payload)} bytes vs actual {len(actual.payload)} "
-                "bytes",
+                f"{len(expected.payload)} bytes vs actual {len(actual.payload)} bytes",
+                (timed, action, expected),
+                (stamp, map_outbound(actual, conn, self.cfg)),
             )
         self.verify_packet(event, action, timed, prev, conn, expected, actual, stamp)
 
@@ -599,20 +618,34 @@ class Runtime:
             text = (
                 f"{'warning' if self.cfg.non_fatal_packet else 'error'} handling packet: {err.text}"
             )
-            expected_line = (
-                f"script packet: {secs(timed.start):9.6f} {self.script_dump(action, expected)}"
-            )
-            actual_line = f"actual packet: {secs(self.clock.to_script(stamp)):9.6f} {dump(mapped)}"
-            failure = RuntimeFailure(
-                f"{self.script.path}:{event.line}: {text}\n{expected_line}\n{actual_line}",
-                event.line,
-                expected_line,
-                actual_line,
-            )
+            failure = self.packet_failure(event, text, (timed, action, expected), (stamp, mapped))
             if not self.cfg.non_fatal_packet:
                 raise failure from None
             self.warnings.append(failure.text)
             print(failure.text, file=sys.stderr, flush=True)
+
+    def packet_failure(
+        self,
+        event: Event,
+        text: str,
+        script: tuple[Timed, PacketEvent, Packet],
+        sniffed: tuple[float, Packet],
+    ) -> RuntimeFailure:
+        """The failure of an outbound line whose packet was sniffed: ``text``, then the
+        ``script packet:`` and ``actual packet:`` lines (each with its script time), which the
+        failure also carries apart for reports."""
+        timed, action, expected = script
+        stamp, shown = sniffed
+        expected_line = (
+            f"script packet: {secs(timed.start):9.6f} {self.script_dump(action, expected)}"
+        )
+        actual_line = f"actual packet: {secs(self.clock.to_script(stamp)):9.6f} {dump(shown)}"
+        return RuntimeFailure(
+            f"{self.script.path}:{event.line}: {text}\n{expected_line}\n{actual_line}",
+            event.line,
+            expected_line,
+            actual_line,
+        )
 
     def check_flowlabel(self, action: PacketEvent, conn: Conn, actual: Packet) -> None:
         label = action.ip_info.flowlabel

@@ -115,13 +115,38 @@ def slack_for_scale(scale: float) -> int:
 # Upstream's timing errors: a range ("+a~+b sec but happened at +c sec", relative or absolute)
 # or a point ("at a sec but happened at c sec; tolerance t sec").
 _RANGE = re.compile(
-    r"timing error: expected .*? time range \+?(?P<a>[-\d.]+)~\+?(?P<b>[-\d.]+) "
-    r"sec but happened at \+?(?P<c>[-\d.]+) sec"
+    r"timing error: expected (?P<what>.+?) in (?P<relative>relative )?time range "
+    r"\+?(?P<a>[-\d.]+)~\+?(?P<b>[-\d.]+) sec but happened at \+?(?P<c>[-\d.]+) sec"
 )
 _POINT = re.compile(
-    r"timing error: expected .*? at (?P<a>[-\d.]+) sec but happened at "
+    r"timing error: expected (?P<what>.+?) at (?P<a>[-\d.]+) sec but happened at "
     r"(?P<c>[-\d.]+) sec; tolerance (?P<t>[-\d.]+) sec"
 )
+
+
+def event_words(what: str, start_usecs: int, end_usecs: int) -> str:
+    """An event and when the script wanted it, for a person reading a timing verdict:
+    ``outbound packet expected at 0.300 s`` (or ``at 0.200~0.250 s``, script time)."""
+    due = f"{start_usecs / 1e6:.3f}"
+    if end_usecs != start_usecs:
+        due += f"~{end_usecs / 1e6:.3f}"
+    return f"{what} expected at {due} s"
+
+
+def failing_event(message: str) -> str:
+    """:func:`event_words` of the event a timing error (upstream's words, which both engines
+    print) names; a relative range says so, since its base is not in the message."""
+    point = _POINT.search(message)
+    if point:
+        at = round(float(point["a"]) * 1e6)
+        return event_words(point["what"], at, at)
+    found = _RANGE.search(message)
+    if found is None:
+        return ""
+    a, b = (round(float(found[k]) * 1e6) for k in ("a", "b"))
+    if not found["relative"]:
+        return event_words(found["what"], a, b)
+    return f"{found['what']} expected +{a / 1e6:.3f}~+{b / 1e6:.3f} s after the previous event"
 
 
 def classify_message(message: str, tolerance: Tolerance) -> tuple[str, int]:
@@ -140,37 +165,100 @@ def classify_message(message: str, tolerance: Tolerance) -> tuple[str, int]:
     return "", 0
 
 
+# Why a run's timing is not checkable on this machine (TimingRecord.cause):
+BEYOND_BOUND = "beyond-bound"  # accepted only with more lateness than a pass may rest on
+WIDE_SLACK = "wide-slack"  # failed late where the machine needs more slack than the bound
+SLACK_NOT_GIVEN = "slack-not-given"  # the binary, run without slack, failed within it
+ENGINE_LATE = "engine-late"  # the engine itself injected, called or ran something late
+SWALLOWED = "swallowed"  # a negative script's late event, accepted by the slack
+
+
 @dataclass(frozen=True)
 class TimingRecord:
     """What one ``.pkt`` item reports about timing: the verdict, its numbers and the policy.
 
     ``verdict``: ``clean`` (within the base tolerance), ``widened`` (passed only thanks to the
-    late slack), ``not-checkable`` (the machine is too slow to judge timing) or ``failed``."""
+    late slack), ``not-checkable`` (the machine is too slow to judge timing) or ``failed``.
+    ``line`` and ``event`` name the event ``late_usecs`` is about (the latest accepted one, or
+    the late failure the verdict rests on), ``cause`` why a not-checkable run is one: a
+    person must be able to find the line and see why no verdict could rest on it."""
 
     verdict: str
     late_usecs: int
     tolerance: Tolerance
     bound_usecs: int = LATE_BOUND_USECS
+    line: int | None = None
+    event: str = ""
+    cause: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "TimingRecord":
+        """A record of this version or of one before ``line``/``event``/``cause`` existed (a
+        kept report's)."""
         data = json.loads(text)
         return cls(
-            data["verdict"], data["late_usecs"], Tolerance(**data["tolerance"]), data["bound_usecs"]
+            data["verdict"],
+            data["late_usecs"],
+            Tolerance(**data["tolerance"]),
+            data["bound_usecs"],
+            data.get("line"),
+            data.get("event", ""),
+            data.get("cause", ""),
         )
 
     def summary(self) -> str:
-        """The human words for the verdict, e.g. ``needed widening: +12.3 ms late``."""
+        """The human words for the verdict, e.g. ``needed widening: +12.3 ms late``, or for a
+        run too late to judge, which line was late, by how much, and why that blocks a
+        verdict here."""
         late = f"+{self.late_usecs / 1000:.1f} ms late"
         if self.verdict == "widened":
             return f"needed widening: {late}"
-        if self.verdict == "not-checkable":
+        if self.verdict != "not-checkable":
+            return ""
+        where = (f"line {self.line}: " if self.line is not None else "") + (
+            self.event or "an event"
+        )
+        return (
+            f"timing not checkable on this machine: {where} happened {late}"
+            + self._why_not_checkable()
+        )
+
+    def _why_not_checkable(self) -> str:
+        """The reason clause of :meth:`summary`, starting with its punctuation."""
+        tolerance = self.tolerance
+        slack = (
+            f"this machine's late-side slack (+{tolerance.late_slack_usecs / 1000:.1f} ms, "
+            f"{tolerance.slack_from})"
+        )
+        bound = f"+{self.bound_usecs / 1000:.0f} ms"
+        if self.cause == BEYOND_BOUND:
             return (
-                f"timing not checkable on this machine: {late} beyond the base tolerance"
-                f" ({self.tolerance.describe()})"
+                f", accepted only by {slack}; a pass may rest on at most {bound} of lateness, "
+                "beyond which a slow machine and a slow kernel look alike"
+            )
+        if self.cause == WIDE_SLACK:
+            return (
+                f"; {slack} is wider than the {bound} bound a verdict may rest on: on a "
+                "machine this slow a late event may be the machine's as well as the kernel's, "
+                "so it proves nothing"
+            )
+        if self.cause == SLACK_NOT_GIVEN:
+            return (
+                f", within {slack}; the upstream binary cannot be given that slack, so it "
+                "stopped at this line and the rest of the script was never checked"
+            )
+        if self.cause == ENGINE_LATE:
+            return (
+                ": the engine itself acted late (this machine stalled), so the kernel got the "
+                "script's stimulus late and the rest of the script was never checked"
+            )
+        if self.cause == SWALLOWED:
+            return (
+                f", and {slack} accepted it: the lateness this script must fail on is hidden "
+                "here, so its expected failure cannot be checked"
             )
         return ""
 
@@ -201,6 +289,33 @@ def late_by_the_engine(result: "RunResult") -> bool:
     return result.timing_error == LATE and bool(_ENGINE_EVENT.search(result.message))
 
 
+def judge_lateness(result: "RunResult", tolerance: Tolerance) -> TimingRecord:
+    """The verdict on how late a run's accepted events were (:func:`verdict_of_lateness`),
+    naming the latest one: a pass, or a negative script's run, whatever else it did."""
+    verdict = verdict_of_lateness(result.late_usecs)
+    return TimingRecord(
+        verdict,
+        result.late_usecs,
+        tolerance,
+        line=result.late_line,
+        event=result.late_event,
+        cause=BEYOND_BOUND if verdict == "not-checkable" else "",
+    )
+
+
+def swallowed_by_the_slack(result: "RunResult", tolerance: Tolerance) -> TimingRecord:
+    """A negative script about a late event that passed because the slack accepted its latest
+    event (the plugin decides when that is so): not checkable, naming that event."""
+    return TimingRecord(
+        "not-checkable",
+        result.late_usecs,
+        tolerance,
+        line=result.late_line,
+        event=result.late_event,
+        cause=SWALLOWED,
+    )
+
+
 def judge_run(result: "RunResult", tolerance: Tolerance) -> TimingRecord:
     """The policy applied to one run of a script that should pass.
 
@@ -213,17 +328,31 @@ def judge_run(result: "RunResult", tolerance: Tolerance) -> TimingRecord:
       and the kernel did nothing wrong (found by ``scripts/soak`` under two busy loops: a
       15.5 ms late injection, after the session had calibrated no slack).
     - any other failure (early, non-timing, later than the measured slack): ``failed``.
+
+    A not-checkable failure is about the failing event: the record names it (line and words
+    from the message both engines print) with its own lateness.
     """
-    late, slack = result.late_usecs, tolerance.late_slack_usecs
     if result.passed:
-        verdict = verdict_of_lateness(late)
-    elif late_by_the_engine(result) or (
-        result.timing_error == LATE
-        and slack
-        and (slack > LATE_BOUND_USECS or result.late_error_usecs <= slack)
-    ):
-        verdict = "not-checkable"
-        late = max(late, result.late_error_usecs)
-    else:
-        verdict = "failed"
-    return TimingRecord(verdict, late, tolerance)
+        return judge_lateness(result, tolerance)
+    cause = _late_failure_proving_nothing(result, tolerance.late_slack_usecs)
+    if not cause:
+        return TimingRecord("failed", result.late_usecs, tolerance)
+    return TimingRecord(
+        "not-checkable",
+        result.late_error_usecs,
+        tolerance,
+        line=result.line,
+        event=failing_event(result.message),
+        cause=cause,
+    )
+
+
+def _late_failure_proving_nothing(result: "RunResult", slack: int) -> str:
+    """Why a failed run's late event says nothing about the kernel (a cause), or ``""``."""
+    if late_by_the_engine(result):
+        return ENGINE_LATE
+    if result.timing_error != LATE or not slack:
+        return ""
+    if slack > LATE_BOUND_USECS:
+        return WIDE_SLACK
+    return SLACK_NOT_GIVEN if result.late_error_usecs <= slack else ""

@@ -2,6 +2,8 @@
 headers, what a failing script reports, and packetdrill's own options given on the pytest
 command line (defines, the base tolerance, the IP variants) reaching both engines."""
 
+import fnmatch
+
 import pytest
 
 from packetdrill.pytest_plugin import ScriptOptions
@@ -49,12 +51,72 @@ def test_a_failure_shows_message_line_packets_and_pcap(pytester: pytest.Pytester
     result.stdout.fnmatch_lines(
         [
             "*wrong-v4.pkt:4: error handling packet: live packet field tos*",
+            "script packet:*udp (10)",
+            "actual packet:*udp (10)",
             "script line: 4",
-            "expected: script packet:*udp (10)",
-            "actual:   actual packet:*udp (10)",
             "pcap: *.pcap",
         ]
     )
+
+
+# A passive TCP open, then one data segment whose expected line is the last one.
+TCP = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+  +.1 < S 0:0(0) win 32792 <mss 1000,nop,wscale 7>
+   +0 > S. 0:0(0) ack 1 <...>
+  +.1 < . 1:1(0) ack 1 win 257
+   +0 accept(3, ..., ...) = 4
+   +0 write(4, ..., 100) = 100
+   +0 > P. 1:101(100) ack 1
+"""
+
+
+@pytest.mark.parametrize(
+    "script, first_line, actual",
+    [
+        pytest.param(
+            GOOD.replace("> udp", "> (tos 0x10) udp"),
+            "*:4: error handling packet: live packet field tos*",
+            "udp (10)",
+            id="field",
+        ),
+        pytest.param(
+            TCP.replace("write(4, ..., 100) = 100", "write(4, ..., 1000) = 1000"),
+            "*:9: error handling packet: live packet payload: expected 100 bytes vs actual "
+            "1000 bytes",
+            "P. 1:1001(1000) ack 1 win *",
+            id="payload-length",
+        ),
+        pytest.param(
+            # no ACK comes, so the retransmission is an RTO (200 ms at least) after the send
+            TCP + "+0~+.05 > P. 1:101(100) ack 1\n",
+            "*:10: error handling packet: timing error: expected outbound packet in relative "
+            "time range +0.000000~+0.050000 sec but happened at +0.*",
+            "P. 1:101(100) ack 1 win *",
+            id="timing",
+        ),
+    ],
+)
+def test_a_failure_shows_the_script_and_the_actual_packet_once(
+    pytester: pytest.Pytester, script: str, first_line: str, actual: str
+) -> None:
+    """Whatever the mismatch of a sniffed packet, the failure shows the packet the script
+    expected and the one the kernel sent, each once: a timing error used to print both twice,
+    a wrong payload length neither. No late slack (scale 1): a loaded host must not turn the
+    late retransmission into "not checkable"."""
+    pytester.makefile(".pkt", **{"wrong-v4": script})
+    records = pytester.inline_run(
+        "-p", "no:cacheprovider", "--pkt-ip-version=ipv4", "--tolerance-scale=1"
+    )
+    [report] = records.getfailures()
+    text = report.longreprtext
+    assert fnmatch.fnmatch(text.splitlines()[0], first_line), text
+    assert text.count("script packet:") == 1, text
+    assert text.count("actual packet:") == 1, text
+    [shown] = [line for line in text.splitlines() if line.startswith("actual packet:")]
+    assert fnmatch.fnmatch(shown, f"actual packet: * {actual}"), text
 
 
 def test_expect_fail_header(pytester: pytest.Pytester) -> None:

@@ -1,6 +1,8 @@
 """The timing policy: packetdrill's base rule on both sides, measured slack on the late side
 only, a bound above which timing is not checkable, and how each verdict is reported."""
 
+import fnmatch
+import json
 import os
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from packetdrill.tolerance import (
     TimingRecord,
     Tolerance,
     classify_message,
+    event_words,
     judge_run,
     slack_for_scale,
 )
@@ -24,6 +27,10 @@ SLACK = Tolerance().with_slack(20_000, "calibrated")
 LATE_INJECTION = (
     "c02.pkt:26: timing error: expected inbound packet at 0.201281 sec but "
     "happened at 0.216819 sec; tolerance 0.012526 sec"
+)
+UPSTREAM_RANGE = (
+    "s.pkt:3: error handling packet: timing error: expected outbound packet in relative time "
+    "range +0.100000~+0.200000 sec but happened at +0.230000 sec"
 )
 EARLY_RTO = Path(__file__).parents[1] / "packetdrill" / "negative" / "early-rto.pkt"
 TRAIN_LATE = Path(__file__).parents[1] / "packetdrill" / "negative" / "tso-train-late.pkt"
@@ -181,14 +188,91 @@ def test_upstream_timing_errors_are_classified() -> None:
 
 
 def test_record_round_trips_and_says_what_happened() -> None:
-    record = TimingRecord("widened", 12_300, SLACK)
+    record = TimingRecord("widened", 12_300, SLACK, line=9, event="outbound packet expected at 1 s")
     assert TimingRecord.from_json(record.to_json()) == record
     assert record.summary() == "needed widening: +12.3 ms late"
-    assert (
-        TimingRecord("not-checkable", 40_000, SLACK)
-        .summary()
-        .startswith("timing not checkable on this machine: +40.0 ms late")
+    event = event_words("outbound packet", 201_000, 251_000)
+    late = RunResult("s", True, late_usecs=40_000, late_line=11, late_event=event)
+    beyond = judge_run(late, Tolerance().with_slack(400_000, "command line"))
+    assert TimingRecord.from_json(beyond.to_json()) == beyond
+    assert beyond.summary() == (
+        "timing not checkable on this machine: line 11: outbound packet expected at "
+        "0.201~0.251 s happened +40.0 ms late, accepted only by this machine's late-side slack "
+        "(+400.0 ms, command line); a pass may rest on at most +30 ms of lateness, beyond "
+        "which a slow machine and a slow kernel look alike"
     )
+
+
+def test_a_record_from_before_it_named_its_event_still_reads() -> None:
+    """A kept report's record has no line, event or cause: it still reads, and says less."""
+    old = json.loads(TimingRecord("not-checkable", 40_000, SLACK).to_json())
+    for name in ("line", "event", "cause"):
+        del old[name]
+    record = TimingRecord.from_json(json.dumps(old))
+    assert record == TimingRecord("not-checkable", 40_000, SLACK)
+    assert (
+        record.summary() == "timing not checkable on this machine: an event happened +40.0 ms late"
+    )
+
+
+# A late event of the kernel (outbound) at a point: upstream's words, which both engines print.
+LATE_PACKET = LATE_INJECTION.replace("inbound packet", "outbound packet").replace(
+    "c02.pkt:26: ", "c02.pkt:26: error handling packet: "
+)
+
+
+@pytest.mark.parametrize(
+    "result, tolerance, summary",
+    [
+        pytest.param(
+            RunResult("s", False, message=LATE_INJECTION, line=26, timing_error="late",
+                      late_error_usecs=15_500),
+            Tolerance(),
+            "line 26: inbound packet expected at 0.201 s happened +15.5 ms late: the engine "
+            "itself acted late (this machine stalled), so the kernel got the script's stimulus "
+            "late and the rest of the script was never checked",
+            id="engine-late",
+        ),
+        pytest.param(
+            RunResult("s", False, message=LATE_PACKET, line=26, timing_error="late",
+                      late_error_usecs=26_800, backend="upstream"),
+            Tolerance().with_slack(36_000, "calibrated"),
+            "line 26: outbound packet expected at 0.201 s happened +26.8 ms late; this "
+            "machine's late-side slack (+36.0 ms, calibrated) is wider than the +30 ms bound a "
+            "verdict may rest on: on a machine this slow a late event may be the machine's as "
+            "well as the kernel's, so it proves nothing",
+            id="wide-slack",
+        ),
+        pytest.param(
+            RunResult("s", False, message=LATE_PACKET, line=26, timing_error="late",
+                      late_error_usecs=15_000, backend="upstream"),
+            SLACK,
+            "line 26: outbound packet expected at 0.201 s happened +15.0 ms late, within this "
+            "machine's late-side slack (+20.0 ms, calibrated); the upstream binary cannot be "
+            "given that slack, so it stopped at this line and the rest of the script was never "
+            "checked",
+            id="slack-not-given",
+        ),
+        pytest.param(
+            RunResult("s", False, message=UPSTREAM_RANGE, line=3, timing_error="late",
+                      late_error_usecs=20_000, backend="upstream"),
+            SLACK,
+            "line 3: outbound packet expected +0.100~+0.200 s after the previous event happened "
+            "+20.0 ms late, within this machine's late-side slack*",
+            id="relative-range",
+        ),
+    ],
+)  # fmt: skip
+def test_a_run_too_late_to_judge_names_its_line_event_and_why(
+    result: RunResult, tolerance: Tolerance, summary: str
+) -> None:
+    """Which line was late, by how much, and why that blocks a verdict on this machine; the
+    lateness is the failing event's own, not an earlier event's."""
+    record = judge_run(result, tolerance)
+    assert record.verdict == "not-checkable"
+    assert fnmatch.fnmatchcase(
+        record.summary(), f"timing not checkable on this machine: {summary}"
+    ), record.summary()
 
 
 def test_a_widened_pass_is_reported_distinctly(pytester: pytest.Pytester) -> None:
@@ -275,7 +359,11 @@ def test_lateness_beyond_the_bound_is_not_checkable_never_a_pass(
     result = pytester.runpytest(f"--tolerance-scale={scale}", "-rx", "-p", "no:cacheprovider")
     result.assert_outcomes(**{outcome: 1})
     result.stdout.fnmatch_lines(
-        ["*timing not checkable on this machine: +2??.? ms late*"]
+        [
+            "*timing not checkable on this machine: line 11: outbound packet expected at "
+            "0.20?~0.25? s happened +2??.? ms late, accepted only by this machine's late-side "
+            "slack (+400.0 ms, command line); a pass may rest on at most +30 ms of lateness*"
+        ]
         if outcome == "xfailed"
         else [
             "*:11: error handling packet: timing error: expected outbound "
@@ -300,4 +388,10 @@ def test_a_late_negative_script_is_not_checkable_when_the_slack_swallows_its_lat
         pytest.skip("the engine injected late before the train: not checkable here")
     result.assert_outcomes(**{outcome: 1})
     if outcome == "xfailed":
-        result.stdout.fnmatch_lines(["*timing not checkable on this machine*"])
+        result.stdout.fnmatch_lines(
+            [
+                "*timing not checkable on this machine: line 22: outbound packet expected at "
+                "0.* s happened +*ms late, and this machine's late-side slack (+36.0 ms, command "
+                "line) accepted it: the lateness this script must fail on is hidden here*"
+            ]
+        )

@@ -98,3 +98,41 @@ def test_plugins_read_the_vm_kernel_from_the_stash(pytester: pytest.Pytester) ->
         ]
     )
     assert "netregress: kernel" not in result.stdout.str()  # no probe of this host
+
+
+def test_a_failed_assertion_about_captured_packets_shows_one_line_per_packet(
+    pytester: pytest.Pytester,
+) -> None:
+    """A comparison of captured packets explains itself in tcpdump's words, one line per
+    packet, and so does pytest's "where" line of ``len(cap.packets)``: never scapy's repr."""
+    pytester.makepyfile("""
+        def test_compared(veth_pair):
+            with veth_pair["b"].capture("eth0", "icmp") as cap:
+                veth_pair["a"].run(["ping", "-c", "1", "-W", "2", "10.0.0.2"])
+            assert cap.packets == []
+
+        def test_counted(veth_pair):
+            with veth_pair["b"].capture("eth0", "icmp") as cap:
+                veth_pair["a"].run(["ping", "-c", "1", "-W", "2", "10.0.0.2"])
+            assert len(cap.packets) == 99
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    request = "IP 10.0.0.1 > 10.0.0.2: ICMP echo request, id *, seq 1, length 64"
+    reply = "IP 10.0.0.2 > 10.0.0.1: ICMP echo reply, id *, seq 1, length 64"
+    result.stdout.fnmatch_lines(
+        [
+            "E       assert [[]2 packets[]] == [[][]]",
+            "E         left: 2 packets",
+            f"E           {request}",
+            f"E           {reply}",
+            "E         right: [[][]]",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            f"E        +  where 2 = len(<2 packets: {request}; {reply}>)",
+            "E        +    where <2 packets: *> = <capture on eth0 in *-b-* (icmp)>.packets",
+        ]
+    )
+    assert "<Ether" not in result.stdout.str()

@@ -1,0 +1,89 @@
+"""One tcpdump-like line per packet (netns/packet_lines.py): the outer headers a tunnel case is
+about come first, and a comparison names every packet on a line of its own."""
+
+import pytest
+from scapy.layers.inet import ICMP, IP, TCP, UDP
+from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
+from scapy.layers.l2 import ARP, GRE, Ether
+from scapy.layers.vxlan import VXLAN
+from scapy.packet import Packet, Raw
+
+from netns.packet_lines import Packets, explain, line
+
+A, B = "10.0.0.1", "10.0.0.2"
+ECHO = ICMP(id=7, seq=1) / Raw(b"x" * 56)
+
+
+def wire(pkt: Packet) -> Packet:
+    """As a capture reads it: dissected from the frame's bytes (padded to 60 like a real one)."""
+    return Ether(bytes(pkt).ljust(60, b"\0"))
+
+
+@pytest.mark.parametrize(
+    "pkt, text",
+    [
+        (
+            Ether() / IP(src=A, dst=B) / ECHO,
+            f"IP {A} > {B}: ICMP echo request, id 7, seq 1, length 64",
+        ),
+        (
+            Ether() / IP(src=A, dst=B) / TCP(sport=40000, dport=80, flags="A", seq=5, ack=6),
+            f"IP {A}.40000 > {B}.80: Flags [.], seq 5, ack 6, win 8192, length 0",
+        ),
+        (
+            Ether() / IP(src=A, dst=B) / TCP(sport=1, dport=2, flags="SA"),
+            f"IP {A}.1 > {B}.2: Flags [S.], seq 0, ack 0, win 8192, length 0",
+        ),
+        (
+            Ether()
+            / IP(src="10.1.0.3", dst="10.1.0.4")
+            / UDP(sport=40000, dport=8472)
+            / VXLAN(vni=1)
+            / Ether()
+            / IP(src="10.244.3.2", dst="10.244.4.2")
+            / ECHO,
+            "IP 10.1.0.3.40000 > 10.1.0.4.8472: VXLAN, vni 1: IP 10.244.3.2 > 10.244.4.2: "
+            "ICMP echo request, id 7, seq 1, length 64",
+        ),
+        (
+            Ether() / IP(src="1.1.1.1", dst="2.2.2.2") / IP(src=A, dst=B) / ECHO,
+            f"IP 1.1.1.1 > 2.2.2.2: IP {A} > {B}: ICMP echo request, id 7, seq 1, length 64",
+        ),
+        (
+            Ether() / IP(src="1.1.1.1", dst="2.2.2.2") / GRE() / IP(src=A, dst=B) / ECHO,
+            f"IP 1.1.1.1 > 2.2.2.2: GREv0: IP {A} > {B}: ICMP echo request, id 7, seq 1, length 64",
+        ),
+        (
+            Ether() / IP(src=A, dst=B) / ICMP(type=3, code=4, nexthopmtu=1300),
+            f"IP {A} > {B}: ICMP dest unreach (fragmentation needed), mtu 1300",
+        ),
+        (
+            Ether() / IPv6(src="fd00::1", dst="fd00::2") / UDP(sport=1, dport=2) / Raw(b"abc"),
+            "IP6 fd00::1.1 > fd00::2.2: UDP, length 3",
+        ),
+        (
+            Ether() / IPv6(src="fd00::1", dst="fd00::2") / ICMPv6EchoRequest(),
+            "IP6 fd00::1 > fd00::2: ICMP6, Echo Request, length 8",
+        ),
+        (Ether() / ARP(psrc=A, pdst=B), f"ARP, Request who-has {B} tell {A}"),
+        (
+            Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02", type=0x88B5) / Raw(b"x" * 50),
+            "02:00:00:00:00:01 > 02:00:00:00:00:02, ethertype 0x88b5, length 64",
+        ),
+    ],
+)
+def test_a_packet_is_one_line_outer_headers_first(pkt: Packet, text: str) -> None:
+    assert line(wire(pkt)) == text
+
+
+def test_a_comparison_lists_every_packet_and_the_other_side() -> None:
+    pkts = Packets([wire(Ether() / IP(src=A, dst=B) / ECHO)])
+    assert explain("==", pkts, []) == [
+        "[1 packet] == []",
+        "left: 1 packet",
+        f"  IP {A} > {B}: ICMP echo request, id 7, seq 1, length 64",
+        "right: []",
+    ]
+    assert explain("==", [1, 2], []) is None
+    assert repr(pkts) == f"<1 packet: IP {A} > {B}: ICMP echo request, id 7, seq 1, length 64>"
+    assert repr(Packets()) == "[]"
