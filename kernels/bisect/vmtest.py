@@ -7,6 +7,7 @@ runner's `KernelRun` keeps apart and a replayed pytest exit status does not.
 
 import argparse
 import os
+from pathlib import Path
 
 from kernels.acquire.catalog import PathKernel
 from kernels.acquire.from_source.builder import BuiltKernel
@@ -41,8 +42,16 @@ def add_run_options(cli: argparse.ArgumentParser, default_tests: str | None = No
                      + (f"; default: {default_tests}" if default_tests else ""))  # fmt: skip
 
 
-def run_tests(built: BuiltKernel, pytest_args: list[str], accel: str, status: Status) -> KernelRun:
-    """Boot `built` and run `pytest_args` in it; every VM process is stopped afterwards."""
+def run_tests(
+    built: BuiltKernel,
+    pytest_args: list[str],
+    accel: str,
+    status: Status,
+    out: Path | None = None,
+) -> KernelRun:
+    """Boot `built` and run `pytest_args` in it; every VM process is stopped afterwards. The
+    guest's output goes to `out` (default: the cache's runs/<kernel name>), so two campaigns
+    judging the same kernel at once never share a folder."""
     spec = PathKernel(name=built.name, image=built.image, modules=built.modules)
     children = Children()
     reap_leftovers()
@@ -50,7 +59,7 @@ def run_tests(built: BuiltKernel, pytest_args: list[str], accel: str, status: St
         return run_kernel(
             spec,
             RunOptions(pytest_args=pytest_args, cwd=REPO_ROOT, accel=accel),
-            cache_dir("runs", built.name),
+            out or cache_dir("runs", built.name),
             InitramfsLauncher(children),
             children,
             status,

@@ -153,7 +153,8 @@ def _campaign(args: argparse.Namespace) -> int:
         )
 
     def runner(built: BuiltKernel, tests: list[str]) -> KernelRun:
-        return run_tests(built, tests, args.accel, lambda message: _say(f"vm: {message}"))
+        out = args.output / "runs" / built.name
+        return run_tests(built, tests, args.accel, lambda message: _say(f"vm: {message}"), out)
 
     args.output.mkdir(parents=True, exist_ok=True)
     _say(f"{len(mutants)} mutant(s) of {source.origin}; selection: {' '.join(selection)}")

@@ -47,7 +47,9 @@ def _check(args: argparse.Namespace) -> int:
         return build(request, _say)
 
     def runner(built: BuiltKernel, tests: list[str]) -> KernelRun:
-        return run_tests(built, tests, args.accel, lambda message: _say(f"vm: {message}"))
+        return run_tests(
+            built, tests, args.accel, lambda message: _say(f"vm: {message}"), out / built.name
+        )
 
     out = cache_dir("runs", "check-reintroduced-bug")
     for stale in (out / "results").glob("*.json"):  # a check always measures afresh
