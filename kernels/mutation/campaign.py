@@ -147,6 +147,7 @@ class _Builds:
         self._campaign = campaign
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="build")
         self._ahead: dict[str, Future[BuiltKernel]] = {}
+        self._control: BuiltKernel | None = None
 
     def _submit(self, mutant: Mutant | None, ahead: bool = False) -> Future[BuiltKernel]:
         """A build made ahead leaves one CPU to the guest (make -j one less)."""
@@ -160,6 +161,12 @@ class _Builds:
     def prefetch(self, mutant: Mutant | None) -> None:
         if self._campaign.overlap and mutant is not None and mutant.name not in self._ahead:
             self._ahead[mutant.name] = self._submit(mutant, ahead=True)
+
+    def control(self) -> BuiltKernel:
+        """The unpatched kernel (a stored build of it is reused, so this costs no build)."""
+        if self._control is None:
+            self._control = self.get(None)
+        return self._control
 
     def get(self, mutant: Mutant | None) -> BuiltKernel:
         """The built kernel, or the build's KernelsError raised here."""
@@ -187,7 +194,7 @@ def run_control(
         results = [TestResult(**item) for item in json.loads(results_file.read_text())]
         return Record.load(stored), results
     campaign.status("control: building the unpatched source")
-    built = builds.get(None)
+    built = builds.control()
     builds.prefetch(first)
     campaign.status(f"control: built {built.release} in {elapsed(built.seconds)}; running")
     run = campaign.runner(built, campaign.selection)
@@ -242,9 +249,13 @@ def judge(
     verdict = classify(control, run.results, crash)
     if campaign.confirm and verdict.outcome == "killed":
         killers = [kill.nodeid for kill in verdict.kills]
-        campaign.status(f"{mutant.name}: killed; re-running {len(killers)} killing test(s)")
-        rerun = campaign.runner(built, killers)
-        verdict = confirmed(verdict, rerun.results)
+        campaign.status(
+            f"{mutant.name}: killed; re-running {len(killers)} killing test(s) on it and on "
+            f"the control"
+        )
+        again = campaign.runner(built, killers)
+        on_control = campaign.runner(builds.control(), killers)
+        verdict = confirmed(verdict, again.results, on_control.results)
     record = _record(mutant, key, verdict, built, run)
     record.selection = campaign.selection_for(mutant)
     return record

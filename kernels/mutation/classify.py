@@ -92,16 +92,25 @@ def classify(
     return Verdict("killed" if kills else "survived", tuple(kills), changed=tuple(changed))
 
 
-def confirmed(verdict: Verdict, rerun: Iterable[TestResult]) -> Verdict:
-    """Keep only the kills a second run of the killing tests on the same mutant repeats: a kill
-    must be the mutation's doing, not one unlucky run. Kills that did not repeat are listed as
-    changes, and a mutant left with none survived."""
-    again = {r.nodeid for r in rerun if r.outcome == "fail"}
-    kept = tuple(kill for kill in verdict.kills if kill.nodeid in again)
+def confirmed(
+    verdict: Verdict, again: Iterable[TestResult], on_control: Iterable[TestResult]
+) -> Verdict:
+    """Keep only the kills that a second run of the killing tests repeats on the mutant while
+    the control passes them in a run of its own just after: a kill must be the mutation's
+    doing, not one unlucky run nor a test this machine cannot pass right now (a loaded host
+    fails timing checks on any kernel). Kills that did not hold are listed as changes, and a
+    mutant left with none survived."""
+    repeated = {r.nodeid for r in again if r.outcome == "fail"}
+    control_failed = {r.nodeid for r in on_control if r.outcome in ("fail", "crash")}
+    kept = tuple(
+        k for k in verdict.kills if k.nodeid in repeated and k.nodeid not in control_failed
+    )
     lost = tuple(
         f"{k.nodeid}: failed once, passed its re-run"
+        if k.nodeid not in repeated
+        else f"{k.nodeid}: failed on the control too when run again (not the mutation's doing)"
         for k in verdict.kills
-        if k.nodeid not in again
+        if k not in kept
     )
     outcome: Outcome = verdict.outcome
     if outcome == "killed" and not kept:
