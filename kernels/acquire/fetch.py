@@ -11,7 +11,7 @@ from kernels.acquire.catalog import (
     SourceKernel,
 )
 from kernels.acquire.debian import fetch_debian
-from kernels.acquire.kernel import BootableKernel, build_version, bzimage_banner
+from kernels.acquire.kernel import BootableKernel, build_version, bzimage_banner, recorded_git
 from kernels.errors import KernelsError
 from kernels.progress import Status
 
@@ -41,6 +41,7 @@ def _path_kernel(spec: PathKernel) -> BootableKernel:
         version=build_version(banner, release),
         image=spec.image.resolve(),
         modules=_modules_for(spec, release),
+        git=recorded_git(spec.image.resolve()),
     )
 
 
