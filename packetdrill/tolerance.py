@@ -145,12 +145,15 @@ class TimingRecord:
     """What one ``.pkt`` item reports about timing: the verdict, its numbers and the policy.
 
     ``verdict``: ``clean`` (within the base tolerance), ``widened`` (passed only thanks to the
-    late slack), ``not-checkable`` (the machine is too slow to judge timing) or ``failed``."""
+    late slack), ``not-checkable`` (the machine is too slow to judge timing) or ``failed``.
+    ``timing_error``: ``early`` / ``late`` when the run stopped on a timing check, so a report
+    can tell a failure on timing alone from any other (KTAP's ``KSFT_MACHINE_SLOW``)."""
 
     verdict: str
     late_usecs: int
     tolerance: Tolerance
     bound_usecs: int = LATE_BOUND_USECS
+    timing_error: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -159,8 +162,9 @@ class TimingRecord:
     def from_json(cls, text: str) -> "TimingRecord":
         data = json.loads(text)
         return cls(
-            data["verdict"], data["late_usecs"], Tolerance(**data["tolerance"]), data["bound_usecs"]
-        )
+            data["verdict"], data["late_usecs"], Tolerance(**data["tolerance"]),
+            data["bound_usecs"], data.get("timing_error", ""),  # absent from older records
+        )  # fmt: skip
 
     def summary(self) -> str:
         """The human words for the verdict, e.g. ``needed widening: +12.3 ms late``."""
@@ -226,4 +230,4 @@ def judge_run(result: "RunResult", tolerance: Tolerance) -> TimingRecord:
         late = max(late, result.late_error_usecs)
     else:
         verdict = "failed"
-    return TimingRecord(verdict, late, tolerance)
+    return TimingRecord(verdict, late, tolerance, timing_error=result.timing_error)

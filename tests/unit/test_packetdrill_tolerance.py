@@ -1,6 +1,7 @@
 """The timing policy: packetdrill's base rule on both sides, measured slack on the late side
 only, a bound above which timing is not checkable, and how each verdict is reported."""
 
+import json
 import os
 from pathlib import Path
 
@@ -161,7 +162,9 @@ def test_calibrated_slack_grows_with_what_was_measured() -> None:
     ],
 )
 def test_judge_run(result: RunResult, tolerance: Tolerance, verdict: str) -> None:
-    assert judge_run(result, tolerance).verdict == verdict
+    record = judge_run(result, tolerance)
+    assert record.verdict == verdict
+    assert record.timing_error == result.timing_error  # a failure on timing says so
 
 
 def test_upstream_timing_errors_are_classified() -> None:
@@ -183,6 +186,10 @@ def test_upstream_timing_errors_are_classified() -> None:
 def test_record_round_trips_and_says_what_happened() -> None:
     record = TimingRecord("widened", 12_300, SLACK)
     assert TimingRecord.from_json(record.to_json()) == record
+    failed = TimingRecord("failed", 0, SLACK, timing_error="early")
+    assert TimingRecord.from_json(failed.to_json()) == failed
+    older = {k: v for k, v in json.loads(record.to_json()).items() if k != "timing_error"}
+    assert TimingRecord.from_json(json.dumps(older)) == record  # a record from before the field
     assert record.summary() == "needed widening: +12.3 ms late"
     assert (
         TimingRecord("not-checkable", 40_000, SLACK)
