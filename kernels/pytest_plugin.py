@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """pytest integration of the kernel matrix, both sides of the VM boundary.
 
 Host side, `pytest --kernel NAME|PATH`: collect as usual, then instead of running the items

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The broken-variant convention: every case proves, on every run, that its oracle can fail.
 
 A case's oracle is one test function. Its parametrization holds the good configuration(s)

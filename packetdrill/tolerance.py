@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The one timing-tolerance policy of a script run, shared by every backend and every report.
 
 packetdrill checks each event's time against the script with a symmetric *base* tolerance:

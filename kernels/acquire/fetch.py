@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Turning a catalog entry into a bootable kernel: the one place that dispatches on its kind."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A kernel ready to boot (or the running one), and how to tell its version.
 
 Why two version fields: `release` is what `uname -r` prints and names the modules directory

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """`scripts/matrix merge | ci | export`: the matrix's subcommands, argument parsing and printing
 only (the work is in merge.py, ci_workflow.py and kcidb.py).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Per-kernel expectations: known kernel bugs and gaps, applied as strict xfail.
 
 Why strict: a known failure keeps the matrix green, and the day the kernel is fixed the test

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """JUnit XML out: one file per kernel of the matrix, for CI systems that show JUnit.
 
 Why pytest's own classname (`tests.cases.test_c01`, its junitxml's rule): a test reads the

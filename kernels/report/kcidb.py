@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The matrix as KernelCI's KCIDB data (`scripts/matrix export kcidb DIR`), checked against the
 published schema (the `kcidb-io` package) before anything is written.
 

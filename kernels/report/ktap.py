@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """KTAP version 1 output, so kselftest runners, LAVA and KernelCI read netregress as they read
 a kselftest (the format: docs/ktap.md).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Every file a matrix result directory holds, written the same way by a run and by `merge`.
 
 Why one function: a merged directory must be indistinguishable from a single machine's

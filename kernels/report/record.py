@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A result directory's machine record (`runs.json`): every kernel run with all its cells.
 
 Why besides matrix.json: matrix.json is the report for readers (no tracebacks, no durations,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The matrix: rows = tests, columns = kernels; rendered for the terminal, Markdown and JSON.
 
 Why a synthetic "(kernel console)" row: a WARN splat or oops can happen while every test still

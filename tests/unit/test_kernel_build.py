@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The kernel build pipeline's own parts, on real files, real `patch`, `make`, `tar` and apt.
 
 The kernel build itself (tens of minutes) is proven by scripts/build-kernel and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Expectations: which test is a known failure on which kernel, and why."""
 
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """KCIDB export: a healthy kernel reads as healthy on a dashboard.
 
 A real `scripts/matrix` run on the running kernel (no VM) of a demo whose cases prove their

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """`pytest --ktap-file`: a real host run's KTAP, read back by tap.py (a TAP parser we did not
 write) and by the KTAP rules restated from the kernel's ktap.rst (version line first, then the
 plan, results numbered from 1, directives after '#')."""

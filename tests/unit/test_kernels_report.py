@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The matrix report: cells, crash filling, renderings, the JUnit file per kernel."""
 
 import json

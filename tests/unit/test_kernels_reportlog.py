@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Guest results through pytest-reportlog: a cell from pytest's own reports, and a pytest that
 dies mid-test (as under a kernel panic) keeps the tests it finished and blames the running one.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Shards and merge: the plan covers every cell once, and a sharded run merges into the very
 matrix a whole run writes (real `scripts/matrix` runs of a small demo on the running kernel,
 under two catalog names, so both ways of cutting — by kernel and by test — are exercised)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Subsystem markers select what a change touches (README, "Adding a case").
 
 A kernel developer who changed the VXLAN driver runs ``pytest -m vxlan``; that only works if

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The timing policy: packetdrill's base rule on both sides, measured slack on the late side
 only, a bound above which timing is not checkable, and how each verdict is reported."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """One kernel build, start to finish: patches → config → make → install a bootable result.
 
 Why this layout of the cache: one out-of-tree build dir per source (`obj/<source id>`), kept

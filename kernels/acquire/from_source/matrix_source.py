@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The matrix's `kind = "source"` kernels, built on demand (the hook kernels/acquire/fetch.py
 calls).
 

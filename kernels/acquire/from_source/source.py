@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Where a kernel's source comes from: a Debian `linux-source-X.Y` package or a git tree.
 
 Why two kinds but one result type: the builder only needs a source directory, a stable id
