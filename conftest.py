@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Root conftest: this project's runs load netregress's pytest plugins from here.
 
 They are opt-in (``netregress/plugins.py``), not ``pytest11`` entry points: installing the package

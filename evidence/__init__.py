@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """What a failing run leaves for a person: Stevens plots of a pcap, two traces aligned,
 a failure's evidence page, and pytest-html extras.
 

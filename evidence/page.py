@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A failed test's evidence as an HTML fragment: links to its files and its TCP plots.
 
 Why one module: the single-run report (pytest-html, :mod:`evidence.report_html`) and the kernel

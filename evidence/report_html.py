@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """pytest-html integration: a failed item's report row carries its evidence.
 
 With ``--html=report.html`` (pytest-html), every failed item gets, besides pytest's failure

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Time-sequence (Stevens) plots of the TCP connections in a pcap, as SVG text.
 
 Why: a TCP engineer reads a retransmission storm, a stalled window or a late segment from the

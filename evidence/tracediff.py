@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Two packet traces of the same test, aligned, and where they first diverge.
 
 Why: a regression hunt starts with "what did the failing kernel do differently?". Addresses,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The one exception type the kernel matrix raises for bad input or a broken environment.
 
 A :class:`netregress.errors.NetregressError`, so every entry point prints it the same way

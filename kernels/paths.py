@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Where the kernel matrix keeps its files: one per-user cache, nothing else outside the output dir.
 
 Why XDG: users run the matrix unprivileged-then-sudo or in CI; a predictable cache that survives

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Status lines while kernels are fetched, booted and run.
 
 Why a callback: the matrix shows one live line per kernel (fetching / booting / running /

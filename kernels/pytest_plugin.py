@@ -1,9 +1,10 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """pytest integration of the kernel matrix, both sides of the VM boundary.
 
 Host side, `pytest --kernel NAME|PATH`: collect as usual, then instead of running the items
 here, boot that kernel once, run the same node ids inside, and replay the guest's own pytest
 reports (kernels/matrix/reportlog.py) here, so -v, -rA, --junitxml, the tracebacks and the
-exit status are those of a local run.
+exit status are those of a local run (the JUnit suite also names the kernel).
 
 Guest side (any run with NETREGRESS_KERNEL set, i.e. started by the matrix or by --kernel):
 apply `expectations.toml` as strict xfail for this kernel, and note each test's start in the
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _pytest.junitxml import xml_key
 
 from kernels import tools
 from kernels.acquire.catalog import KernelSpec, load_catalog, lookup
@@ -26,7 +28,8 @@ from kernels.errors import KernelsError
 from kernels.matrix import reportlog
 from kernels.matrix.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
 from kernels.matrix.replay import replay
-from kernels.matrix.runner import RunOptions, run_kernel
+from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
+from kernels.report.junit import suite_properties
 from kernels.report.ktap import KtapWriter
 from kernels.vm.procs import Children, reap_leftovers, run_dir
 from kernels.vm.qemu import InitramfsLauncher
@@ -41,6 +44,7 @@ class _HostState:
 
 
 _STATE = pytest.StashKey[_HostState]()
+JUNIT_DEFAULT_SUITE = "pytest"  # pytest's junit_suite_name when nobody sets it
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -169,8 +173,22 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     finally:
         children.stop_all()
     _say(f"{state.spec.name}: guest output in {out_dir}")
+    _junit_suite(session.config, run)
     replay(session, run)
     return True
+
+
+def _junit_suite(config: pytest.Config, run: KernelRun) -> None:
+    """`--junitxml`: the suite says which kernel ran it, as the matrix's JUnit file does (its
+    name, unless junit_suite_name was set, and the kernel's properties); the test cases keep
+    pytest's classnames, the same as a run on the host."""
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    if xml.suite_name == JUNIT_DEFAULT_SUITE:
+        xml.suite_name = f"netregress on {run.name}"
+    for name, value in suite_properties(run):
+        xml.add_global_property(name, value)
 
 
 def _rendering(config: pytest.Config) -> list[str]:

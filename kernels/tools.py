@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Finding the host programs the VM runner needs, with the fix in the error message."""
 
 import os

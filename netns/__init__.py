@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """netregress's library: namespaces, links, topologies, captures and counters for tests.
 
 The names a case needs most are re-exported here (``from netns import Namespace, cmd``); the

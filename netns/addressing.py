@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Addresses, routes, neighbours and FDB entries of a namespace, through netlink.
 
 Mixed into :class:`Namespace`. Route options mirror ``ip route`` (via, dev, src, onlink,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Where a test's evidence (pcaps, nstat/ss snapshots) is written.
 
 The pytest plugin points this at a per-test folder, kept when the test fails and removed

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Benchmark: build and teardown time of every shipped topology (scripts/bench-topology).
 
 Speed is a feature we measure here, never with a timed assertion in a test. Shapes the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Packet capture with a real tcpdump inside a namespace, read back with scapy.
 
 ``with ns.capture("eth0", "tcp port 80") as cap:`` returns only once tcpdump reports that

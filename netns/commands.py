@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Run a program to completion, in the root or inside a test namespace, like the selftests do.
 
 ``cmd()`` captures the output and raises :class:`CmdError` (command + stderr) unless told not

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """``nstat`` snapshots and typed deltas per namespace.
 
 Each namespace has its own SNMP/netstat counters, which is what lets a case assert

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The namespace library's exceptions: each a :class:`netregress.errors.NetregressError`, so a
 user sees one clear line (the root, ``MissingTool`` and the CLI contract live there)."""
 

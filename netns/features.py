@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Does the running kernel support X? Answered by trying it, never by reading configs.
 
 Each probe creates (and deletes) the thing in a scratch namespace, so a kernel with the

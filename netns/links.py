@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Links inside test namespaces: creation (pyroute2) and the knobs tests turn.
 
 Every link is created *inside* a test namespace (a veth's two ends may sit in two of them),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A network namespace owned by this run: the unit every case builds on.
 
 Creation binds the namespace at ``/run/netns/<name>`` like ``ip netns add`` (pyroute2's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """What this process may do: create network namespaces, and act as root of the initial ones.
 
 Two levels matter, and a test asks for the one it needs instead of the whole session asking

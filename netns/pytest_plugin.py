@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """pytest integration: fixtures that always clean up, artifacts on failure, a clear summary.
 
 Opt-in: the root conftest.py (or ``-p netregress.plugins``) loads it for this project's runs;

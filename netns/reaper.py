@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Remove the namespaces runs that died (SIGKILL, power loss) left behind — and nothing else.
 
 Which names are a dead run's is the process core's rule (:func:`netregress.process.leftovers`:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Run a command as a normal user inside a user + network + mount namespace of its own.
 
 Kernel developers run the suite on their laptops as themselves, and CI runners often give no

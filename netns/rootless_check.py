@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """CI check of the rootless mode: a normal user's ``scripts/netregress`` gives root's verdicts.
 
 Run as root (``scripts/test`` does): a copy of the checkout, owned by an unprivileged user

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Prove a run left the root namespace as it found it.
 
 A snapshot is the text of ``ip -d link``, ``ip addr``, ``ip route``/``ip -6 route`` (all

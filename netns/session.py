@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """What one pytest session decided, for every netregress plugin to read from ``config.stash``.
 
 The plugins are separate modules (namespaces, packetdrill scripts, the kernel matrix) but

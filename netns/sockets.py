@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """``ss -tmi`` parsed into structured socket info.
 
 ``ss`` is the only interface that shows a socket's memory accounting (skmem: queued bytes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Per-CPU receive-path counters and the machine-global knobs that steer them.
 
 ``/proc/net/softnet_stat`` and ``/proc/softirqs`` are per CPU and global to the machine (not

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Sysctls as a network namespace sees them, read and written without starting a process.
 
 Why not ``ip netns exec NS sysctl``: the cases set a few knobs per namespace and the library

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Small, bounded traffic generators the cases share: ping, TCP echo, UDP bursts, raw frames.
 
 Every generator is bounded in count and time, so a broken path shows up as a failed

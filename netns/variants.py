@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The broken-variant convention: every case proves, on every run, that its oracle can fail.
 
 A case's oracle is one test function. Its parametrization holds the good configuration(s)
@@ -18,6 +19,7 @@ This module is also a pytest plugin (listed in ``netregress.plugins``): see
 :func:`pytest_runtest_makereport`.
 """
 
+import re
 from collections.abc import Generator
 from typing import Any
 
@@ -25,6 +27,9 @@ import pytest
 from _pytest.mark.structures import ParameterSet
 
 PREFIX = "broken-"
+# A broken id in a test name: a case's parameter (`[broken-ID]`, `[other-broken-ID]`) or a
+# packetdrill script's variant (`ipv4-broken-ID`).
+_BROKEN_NAME = re.compile(rf"(?P<before>(?:.*[\[-])?){PREFIX}(?P<id>[^\]]+)(?P<close>\]?)")
 
 
 def broken(*values: Any, id: str, why: str) -> ParameterSet:  # noqa: A002 (pytest's name)
@@ -44,6 +49,24 @@ def broken(*values: Any, id: str, why: str) -> ParameterSet:  # noqa: A002 (pyte
 def is_broken(param: ParameterSet) -> bool:
     """True for a parameter made by :func:`broken` (the id is the convention's handle)."""
     return isinstance(param.id, str) and param.id.startswith(PREFIX)
+
+
+def split_broken(nodeid: str) -> tuple[str, str] | None:
+    """(the node id of the case it proves, the broken id) for a broken variant's node id, None
+    for any other test.
+
+    Why from the node id: reports read results after the run (the matrix record, KCIDB), where
+    a cell is its node id and its outcome, and the convention's id is what both the case
+    parameters (``test_x[broken-off]``, ``test_x[tunl0-broken-off]``) and the packetdrill
+    scripts (``s.pkt::ipv4-broken-off``) share.
+    """
+    head, sep, name = nodeid.rpartition("::")
+    found = _BROKEN_NAME.fullmatch(name)
+    if found is None:
+        return None
+    case = found["before"].removesuffix("-")
+    case = case.removesuffix("[") if case.endswith("[") else case + found["close"]
+    return head + sep + case, found["id"]
 
 
 def _expected_failure(item: pytest.Item, call: pytest.CallInfo[None]) -> bool:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The base every part of netregress stands on: run ids and resource names (naming), the
 process core (process) and the one error root (errors).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """``scripts/netregress``: the regression cases on the running kernel, through pytest.
 
 Why a module and not the shell script's own loop over its arguments: whether the user named

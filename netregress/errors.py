@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The one error root, and the entry points' contract.
 
 Every failure a user can cause (missing tool, no privileges, bad input, a kernel without a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Interface requests by ioctl (``struct ifreq``): a link's index, and its up/down flag.
 
 Why ioctls next to pyroute2: these two are single system calls, answered in the namespace

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Resource names that are unique per run and tell the next run who owned them.
 
 Every namespace name is ``nr<pid>s<starttime>-<label>-<n>``. The pid and the process start

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Every netregress pytest plugin behind one name: ``-p netregress.plugins``.
 
 It lives in the base package because it names plugins of every package above it (as strings

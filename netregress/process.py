@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The process core: every child netregress starts, and what a dead run left behind.
 
 Three rules hold for every process any part of netregress starts (a tcpdump in a test

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A clean-room, packetdrill-compatible engine, and an adapter for an upstream binary.
 
 Runs unmodified packetdrill scripts (the language as we implement it:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Backend choice (builtin engine or an upstream binary) and isolated runs for runners.
 
 Both backends return :class:`RunResult`, so the CLI and the pytest plugin do not care which

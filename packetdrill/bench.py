@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """``scripts/bench-packetdrill``: how precisely and how cheaply the builtin engine runs.
 
 Prints figures; it asserts nothing (speed is measured here, never in tests).

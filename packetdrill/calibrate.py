@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Measure how late this machine wakes up and how fast it runs, to size the late-side slack.
 
 packetdrill's base tolerance (4 ms, or 12.5 % of the gap) assumes bare metal. Under emulation

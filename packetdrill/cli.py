@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Command line compatible with upstream packetdrill's (docs/packetdrill-language.md §9): same
 options, exit codes and diagnostics, plus ``--packetdrill=builtin|auto|PATH`` to pick the backend.
 """

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Script time: microseconds since the script's time 0, on the wall clock.
 
 The wall clock (not a monotonic one) because sniffed packets carry kernel ``CLOCK_REALTIME``

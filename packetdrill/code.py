@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Shell commands and ``%{ }%`` Python code blocks (docs/packetdrill-language.md §7.1, §7.2).
 
 Code blocks do not run during the script: at the event's time we snapshot ``TCP_INFO``,

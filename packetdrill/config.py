@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Run configuration: the option table, its validation and the address defaults
 (docs/packetdrill-language.md §8, §9).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Connections and the script↔live mapping of ports, sequence numbers and timestamps
 (docs/packetdrill-language.md §5.6).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The device seam: the one way the runtime puts packets into the kernel and sees its replies.
 
 Upstream packetdrill keeps its packet I/O behind a small table of operations (send, receive,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Short packet dumps in upstream's format (docs/packetdrill-language.md §11), used in error
 reports and ``-v`` output.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """One builtin-engine run of one script, from file to :class:`RunResult`.
 
 This is where the process leaves the caller's network namespace: ``load → unshare → tun0 →

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """How an engine process starts: cold for a command line, warmed up ahead for a runner.
 
 :func:`engine_command` starts ``python -S``: the engine needs only the standard library, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Error types of the engine.
 
 Every failure a user can cause (bad script, bad option, kernel misbehaviour) is one of these

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """pcap → packetdrill skeleton: turn a capture of one TCP connection into a ``.pkt``.
 
 A field bug arrives as a capture taken on the host whose kernel misbehaved. This writes

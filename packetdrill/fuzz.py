@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Malformed scripts on purpose: mutants of real scripts for the parser's robustness checks.
 
 Bad input must end as a ``file:line: message``, never a traceback (an "internal engine

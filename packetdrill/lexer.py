@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Tokenizer for the packetdrill language (docs/packetdrill-language.md §2).
 
 The language is defined by a longest-match lexer, so this one is too: at every position all

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Load one script: read it, apply its option lines and the command line, then parse it.
 
 The order matters and is upstream's (docs/packetdrill-language.md §3): script options first, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Verifying a sniffed packet against a script line (docs/packetdrill-language.md §5.7) and TSO
 fragment merging (§5.8).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The script model: what the parser produces and the runtime consumes.
 
 Plain dataclasses with no behaviour beyond formatting, so a parsed script can be inspected in

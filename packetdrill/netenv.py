@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The isolated network the script runs in: a fresh anonymous namespace and ``tun0``.
 
 Why ``unshare(CLONE_NEWNET)`` on the engine itself: the namespace has no name, so nothing can

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Recursive-descent parser: tokens → :class:`~.model.Script`, with every semantic check.
 
 The whole file is parsed and checked before anything runs (docs/packetdrill-language.md §3), so a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Protocol numbers and names shared by the parser, the encoder and the dumps."""
 
 IPPROTO_ICMP = 1

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """pytest integration: every ``*.pkt`` under the test tree becomes one test per IP variant.
 
 Each run happens in a child process (its own network namespace), so items are independent

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The structured outcome of one script run, identical for both backends.
 
 The pytest plugin and other reports read this instead of parsing text, so the builtin engine

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The event loop of one script run (docs/packetdrill-language.md §4.2, §8): timing, injection,
 sniffing, syscalls.
 

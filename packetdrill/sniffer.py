@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Sniffing what the kernel sends on a device (docs/packetdrill-language.md §5.9), and the
 run's pcap.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Mutable state of one script run shared by the runtime and the system-call executor."""
 
 import threading

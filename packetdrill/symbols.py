@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Symbolic constants (docs/packetdrill-language.md §6.7): Linux ABI values, resolved when the
 event runs.
 

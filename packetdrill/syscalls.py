@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """System-call executor (docs/packetdrill-language.md §6): evaluates arguments, calls libc, checks
 result, errno and outputs.
 

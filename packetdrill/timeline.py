@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The script's events as one run anchored them, saved next to the run's pcap.
 
 Why: a timing failure is only obvious when the expected window and the actual packet are

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The one timing-tolerance policy of a script run, shared by every backend and every report.
 
 packetdrill checks each event's time against the script with a symmetric *base* tolerance:
@@ -181,7 +182,9 @@ class TimingRecord:
     late slack), ``not-checkable`` (the machine is too slow to judge timing) or ``failed``.
     ``line`` and ``event`` name the event ``late_usecs`` is about (the latest accepted one, or
     the late failure the verdict rests on), ``cause`` why a not-checkable run is one: a
-    person must be able to find the line and see why no verdict could rest on it."""
+    person must be able to find the line and see why no verdict could rest on it.
+    ``timing_error``: ``early`` / ``late`` when the run stopped on a timing check, so a report
+    can tell a failure on timing alone from any other (KTAP's ``KSFT_MACHINE_SLOW``)."""
 
     verdict: str
     late_usecs: int
@@ -190,14 +193,15 @@ class TimingRecord:
     line: int | None = None
     event: str = ""
     cause: str = ""
+    timing_error: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "TimingRecord":
-        """A record of this version or of one before ``line``/``event``/``cause`` existed (a
-        kept report's)."""
+        """A record of this version or of one before ``line``/``event``/``cause``/
+        ``timing_error`` existed (a kept report's)."""
         data = json.loads(text)
         return cls(
             data["verdict"],
@@ -207,6 +211,7 @@ class TimingRecord:
             data.get("line"),
             data.get("event", ""),
             data.get("cause", ""),
+            data.get("timing_error", ""),
         )
 
     def summary(self) -> str:
@@ -336,7 +341,9 @@ def judge_run(result: "RunResult", tolerance: Tolerance) -> TimingRecord:
         return judge_lateness(result, tolerance)
     cause = _late_failure_proving_nothing(result, tolerance.late_slack_usecs)
     if not cause:
-        return TimingRecord("failed", result.late_usecs, tolerance)
+        return TimingRecord(
+            "failed", result.late_usecs, tolerance, timing_error=result.timing_error
+        )
     return TimingRecord(
         "not-checkable",
         result.late_error_usecs,
@@ -344,6 +351,7 @@ def judge_run(result: "RunResult", tolerance: Tolerance) -> TimingRecord:
         line=result.line,
         event=failing_event(result.message),
         cause=cause,
+        timing_error=result.timing_error,
     )
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Adapter for a real upstream ``packetdrill`` binary: run it isolated, parse what it prints.
 
 Upstream's output is the interface (docs/packetdrill-language.md §11), so the parser works from

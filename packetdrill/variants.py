@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The IP variants a ``.pkt`` script runs under, and the arguments each variant passes.
 
 Upstream's corpus runner (``run_all.py`` in google/packetdrill) runs every script as IPv4,

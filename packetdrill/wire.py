@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Wire format: decode raw IP packets into header objects and encode them back.
 
 Hand-written with ``struct`` because this is the hot path of every injected and sniffed

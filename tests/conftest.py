@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The subsystem markers of this tree's packetdrill scripts (README, "Adding a case").
 
 A Python case names its subsystems in its module (``pytestmark``, or a mark on a function).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The kernel catalog: `matrix.toml` parsed into typed kernel descriptions.
 
 Why a closed set of kinds: each kind has its own fetch path (apt, a local build, the host), and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Debian kernel packages: resolve the newest build of a suite, download, extract, depmod.
 
 Why a private apt setup under the cache: the extra suites (bullseye, trixie, sid) must never

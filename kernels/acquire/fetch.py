@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Turning a catalog entry into a bootable kernel: the one place that dispatches on its kind."""
 
 import os
@@ -11,7 +12,7 @@ from kernels.acquire.catalog import (
     SourceKernel,
 )
 from kernels.acquire.debian import fetch_debian
-from kernels.acquire.kernel import BootableKernel, build_version, bzimage_banner
+from kernels.acquire.kernel import BootableKernel, build_version, bzimage_banner, recorded_git
 from kernels.errors import KernelsError
 from kernels.progress import Status
 
@@ -41,6 +42,7 @@ def _path_kernel(spec: PathKernel) -> BootableKernel:
         version=build_version(banner, release),
         image=spec.image.resolve(),
         modules=_modules_for(spec, release),
+        git=recorded_git(spec.image.resolve()),
     )
 
 

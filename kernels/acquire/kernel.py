@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A kernel ready to boot (or the running one), and how to tell its version.
 
 Why two version fields: `release` is what `uname -r` prints and names the modules directory
@@ -5,6 +6,7 @@ Why two version fields: `release` is what `uname -r` prints and names the module
 (Debian: `6.1.192-1`), which is what bug fixes and expectations refer to.
 """
 
+import json
 import re
 import struct
 from dataclasses import dataclass
@@ -14,17 +16,45 @@ from kernels.errors import KernelsError
 
 _DEBIAN_BUILD = re.compile(r"Debian (\d+\.\d+(?:\.\d+)?\S*)")
 _LEADING_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?")
+BUILD_RECORD = "kernel.json"  # what a build from source writes beside its bzImage
+
+
+@dataclass(frozen=True)
+class GitSource:
+    """The git checkout a kernel was built from, as KCIDB names a checkout: the commit, the
+    repository's https address ("" when no remote has one), the branch ("" when detached) and,
+    for a tree with uncommitted changes, KCIDB's patchset hash of them.
+
+    Why the hash: without it a dashboard would file the build under the commit alone, and a
+    developer's edited tree would pass for that commit."""
+
+    commit: str
+    repository_url: str = ""
+    branch: str = ""
+    patchset_hash: str = ""
 
 
 @dataclass(frozen=True)
 class BootableKernel:
-    """A fetched kernel. `image` is None for the running kernel (the suite runs on the host)."""
+    """A fetched kernel. `image` is None for the running kernel (the suite runs on the host);
+    `git` is known for a kernel built from a git tree."""
 
     name: str
     release: str
     version: str
     image: Path | None = None
     modules: Path | None = None
+    git: GitSource | None = None
+
+
+def recorded_git(image: Path) -> GitSource | None:
+    """The git checkout a build from source recorded beside the image it built, if any: a
+    `path` kernel that is one of `scripts/build-kernel`'s results still names its source."""
+    try:
+        info = json.loads((image.parent / BUILD_RECORD).read_text())
+        return GitSource(**info["git"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # not one of our builds, or built from a tree that is no git checkout
 
 
 def version_tuple(text: str) -> tuple[int, ...]:

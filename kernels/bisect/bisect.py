@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """`git bisect run` with build + boot + test: find the commit that broke a test.
 
 Each step builds the checked-out revision in the tree's one shared out-of-tree dir (so a step

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The field bug C01 (TCPWqueueTooBig stall) as a build input: its source, patch and case.
 
 Why one place: the re-introduced-bug check and the bisect demo must use the same patch on the

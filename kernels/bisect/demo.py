@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The bisect demo: a synthetic 6.1 history with a known culprit, and a bisect that must find it.
 
 Why synthetic: it proves the whole chain (git bisect run → incremental build → VM boot → the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Running selected tests on a kernel we just built, through the matrix's own runner.
 
 Why the runner API and not `pytest --kernel` in a subprocess: callers (bisect, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """`scripts/bench-vm`: what the VM runner costs, per kernel and for the whole matrix.
 
 Measures, under the acceleration the runner would choose:

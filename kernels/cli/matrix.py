@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """`scripts/matrix`: run the suite (or a selection) on several kernels and print the matrix.
 
     scripts/matrix [--kernels A,B] [--shard I/N] [--jobs N] [--accel auto|kvm|tcg]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """scripts/soak: run the suite N times and count every test's verdicts — the flake figure.
 
 Why a separate runner and not `pytest --count`: a flake is a property of whole runs on a

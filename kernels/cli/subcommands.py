@@ -1,9 +1,10 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """`scripts/matrix merge | ci | export`: the matrix's subcommands, argument parsing and printing
 only (the work is in merge.py, ci_workflow.py and kcidb.py).
 
     scripts/matrix merge [--output DIR] SHARD_DIR...
     scripts/matrix ci github|gitlab [--shards N] [--catalog FILE] [--output FILE] [SELECTION...]
-    scripts/matrix export kcidb [--output FILE] DIR
+    scripts/matrix export kcidb [--output FILE] [--url URL] DIR
 
 Exit status as for a run: 0 all as expected, 1 a failure, a crash or (merge) a missing or
 duplicate shard or cell, 2 bad input; errors are KernelsError, printed by kernels.cli.matrix.
@@ -97,8 +98,11 @@ def _export(argv: list[str]) -> int:
     parser.add_argument("dir", type=Path, metavar="DIR")
     parser.add_argument("--output", type=Path, metavar="FILE",
                         help="default: DIR/kcidb.json")  # fmt: skip
+    parser.add_argument("--url", default="", metavar="URL",
+                        help="where DIR is published (e.g. a CI job's artifacts): each test "
+                        "links its kernel's KTAP file and matrix.html there")  # fmt: skip
     args = parser.parse_args(argv)
-    data = kcidb.export(record.read(args.dir))
+    data = kcidb.export(record.read(args.dir), args.url)
     out = args.output or args.dir / "kcidb.json"
     out.write_text(json.dumps(data, indent=1) + "\n")
     counts = ", ".join(f"{len(data.get(key, []))} {key}" for key in ("checkouts", "builds",

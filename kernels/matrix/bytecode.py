@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Byte-code for the checkout's own modules, compiled on the host once for every guest.
 
 Why: a TCG guest runs Python 15–30× slower, and a module without byte-code is compiled again

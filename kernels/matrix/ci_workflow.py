@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """CI workflows that fan the matrix out over runners (`scripts/matrix ci github|gitlab`).
 
 Why generated from kernels/matrix.toml instead of hand-written: the shard commands name the

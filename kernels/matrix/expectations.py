@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Per-kernel expectations: known kernel bugs and gaps, applied as strict xfail.
 
 Why strict: a known failure keeps the matrix green, and the day the kernel is fixed the test
@@ -22,6 +23,7 @@ _OPS: dict[str, Callable[[tuple[int, ...], tuple[int, ...]], bool]] = {
     "!=": operator.ne, ">": operator.gt, "<": operator.lt,
 }  # fmt: skip
 _CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*(\d+(?:\.\d+)*)\s*$")
+_LINK = re.compile(r" \((?P<link>https?://[^\s()]+)\)$")
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,13 @@ class Expectation:
     def why(self) -> str:
         """The xfail reason: the story plus the link, so a report reader can follow it."""
         return f"{self.reason} ({self.link})" if self.link else self.reason
+
+
+def link_of(why: str) -> str:
+    """The link of an xfail reason :attr:`Expectation.why` wrote, or "": a result read back
+    after the run (the matrix record) keeps the reason, not the entry it came from."""
+    found = _LINK.search(why)
+    return found["link"] if found else ""
 
 
 def _entry(raw: object, where: str, number: int) -> Expectation:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Replaying a guest run on the host (`pytest --kernel`): the guest's own reports, here.
 
 Why replay and not a summary line: the host's reporters (-v, -rA, --junitxml, --ktap-file,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The guest's results on their way to the host: pytest-reportlog's file plus a started log.
 
 Why pytest-reportlog: it writes every report pytest makes (setup, call and teardown of each

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """One test's result on one kernel: the cell of the matrix.
 
 Why five outcomes: pass / fail / xfail / skip are pytest's own; "crash" marks a test whose

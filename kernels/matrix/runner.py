@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Running the suite on one kernel: fetch it, boot it (or use the host), collect the results.
 
 The matrix runs this once per kernel in parallel workers; `pytest --kernel` runs it once.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The order the matrix starts kernels in, from what each kernel's guest took last time.
 
 Why an order matters: the matrix runs a few guests at full speed (two on two cores) and boots

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Splitting one matrix run over N machines: which kernels, and which of their tests, shard I runs.
 
 Why a pure function of the kernel list and the collection order: every CI runner computes its

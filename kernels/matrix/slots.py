@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Which guests run at full speed, and the head start of the others.
 
 Two TCG guests saturate two cores, so the matrix runs two at a time (kernels/cli/matrix.py).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """`python -m kernels.mutation` (scripts/mutants): what share of plausible kernel regressions
 the suite catches.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A mutation campaign: the control, then each mutant built, booted, tested and judged.
 
 Why one shared build dir and one mutant at a time: the source tree carries exactly one mutant

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A mutant's verdict: killed, crashed, survived or stillborn, judged against the control.
 
 Why against the control and not against "all green": a mutant is caught only by a difference

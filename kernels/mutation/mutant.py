@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A mutant: one patch that breaks one kernel behaviour, read from a file.
 
 Why a plain patch with a prose head instead of a manifest: a mutant must be reviewable as the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The re-introduced-bug check: C01 must fail on 6.1 + the 2019 bug patch and pass on stock 6.1.
 
 Why: a regression test is only worth something if it fails on the bug. This is a mutation

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The campaign for people and tools: mutants.md, mutants.json and mutants.html.
 
 Why the score leaves some mutants out, and says so: a stillborn mutant (it does not build)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """matrix.html: the kernel matrix as one static page a kernel engineer clicks through.
 
 Why a page besides matrix.md: a red cell's next question is "what did the kernel do?". Each

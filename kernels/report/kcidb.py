@@ -1,53 +1,81 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The matrix as KernelCI's KCIDB data (`scripts/matrix export kcidb DIR`), checked against the
 published schema (the `kcidb-io` package) before anything is written.
 
 How a matrix maps (docs/kcidb.md has the table):
 - one checkout and one build per kernel column: we test distribution or local builds rather
   than a git checkout, so the checkout names the source (Debian suite, image path, tree) and
-  the build carries release, exact version and configuration (the Debian flavour);
+  the build carries release, exact version and configuration (the Debian flavour); a kernel
+  built from a git tree also names its repository, commit and uncommitted changes;
 - one test per cell, path `netregress.<file>.<test>`, plus `netregress.kernel_console` for the
   console row, so a WARN or a panic is a failed test of that build;
+- a broken variant (netns/variants.py: a case's configuration that must fail its oracle, a
+  strict xfail on every kernel) is the test `<case path>.oracle_proof.<id>`: PASS when the
+  oracle failed as required, FAIL when it did not (the oracle went blind). Why: KCIDB has no
+  expected failure, so exported as a failure it made every healthy kernel show one failure
+  per proven case;
 - status: pass PASS, fail FAIL, skip SKIP; a crash FAIL for the test that took the kernel
   down (its cell holds the console excerpt) and MISS for the tests that never ran after it;
-  an expected failure (kernels/expectations.toml) FAIL plus an issue and an incident saying
-  it is the known bug, which is how KCIDB tells known from new failures.
+  a per-kernel known failure (kernels/expectations.toml) FAIL plus an issue (its link as the
+  report URL) and an incident saying it is the known bug, which is how KCIDB tells known from
+  new failures;
+- links, given the address the result directory is published at: each test's plain-text log
+  is its kernel's KTAP file, and matrix.html (plots, trace diffs) is its output file.
 """
 
 import hashlib
 import re
+import urllib.parse
 from typing import Any
 
 import jsonschema
 from kcidb_io import schema
 
+from kernels.acquire.kernel import GitSource
 from kernels.errors import KernelsError
+from kernels.matrix.expectations import link_of
 from kernels.matrix.results import TestResult
 from kernels.report import record
 from kernels.report.table import CONSOLE_ROW
+from netns.variants import split_broken
 
 ORIGIN = "netregress"
+ORACLE_PROOF = "oracle_proof"  # the path part under a case that its broken variants prove
 _EXCERPT_CHARS = 16384  # the schema's maxLength for log_excerpt
 _PATH_PART = re.compile(r"[^A-Za-z0-9_-]+")
 
 
+def _part(text: str) -> str:
+    """One path part: characters KCIDB does not allow become `_`."""
+    return _PATH_PART.sub("_", text).strip("_") or "_"
+
+
 def test_path(nodeid: str) -> str:
-    """A KCIDB test path (dot-separated `[A-Za-z0-9_-]` parts) for a pytest node id."""
+    """A KCIDB test path (dot-separated `[A-Za-z0-9_-]` parts) for a pytest node id; a broken
+    variant's is under the case it proves (`<case path>.oracle_proof.<id>`)."""
     if nodeid == CONSOLE_ROW:
         return f"{ORIGIN}.kernel_console"
+    proven = split_broken(nodeid)
+    if proven is not None:
+        case, broken_id = proven
+        return f"{test_path(case)}.{ORACLE_PROOF}.{_part(broken_id)}"
     file_part, _, name = nodeid.partition("::")
     parts = [*file_part.removesuffix(".py").split("/"), *name.split("::")]
-    cleaned = [_PATH_PART.sub("_", part).strip("_") or "_" for part in parts if part]
-    return ".".join([ORIGIN, *cleaned])
+    return ".".join([ORIGIN, *(_part(part) for part in parts if part)])
 
 
 def _status(cell: TestResult) -> str:
     match cell.outcome:
-        case "pass":
-            return "PASS"
         case "skip":
             return "SKIP"
         case "crash":
             return "FAIL" if cell.details else "MISS"
+        case outcome if split_broken(cell.nodeid) is not None:
+            # The proof holds only as the expected failure; a pass (XPASS strict is a
+            # failed call) or a failure of another kind proves nothing.
+            return "PASS" if outcome == "xfail" else "FAIL"
+        case "pass":
+            return "PASS"
         case _:
             return "FAIL"  # a failure, or a declared known failure (see the incident)
 
@@ -67,6 +95,17 @@ def _config(source: dict[str, str]) -> tuple[str, str]:
             return str(kind), source.get("image") or source.get("tree") or str(kind)
 
 
+def _git_fields(git: GitSource) -> dict[str, str]:
+    """The checkout's git fields: commit, patchset (uncommitted changes; "" for none, which is
+    how KCIDB says a checkout is the commit itself), repository and branch when known."""
+    fields = {"git_commit_hash": git.commit, "patchset_hash": git.patchset_hash}
+    if git.repository_url:
+        fields["git_repository_url"] = git.repository_url
+    if git.branch:
+        fields["git_repository_branch"] = git.branch
+    return fields
+
+
 def _checkout_and_build(
     rec: record.Record, entry: record.Entry
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -74,10 +113,12 @@ def _checkout_and_build(
     base = f"{ORIGIN}:{rec.run_id}:{run.name}"
     tree, config = _config(entry.source)
     described = f"{run.name} {kernel.release} ({kernel.version})" if kernel else run.name
-    checkout = {
+    checkout: dict[str, Any] = {
         "id": base, "origin": ORIGIN, "tree_name": tree, "start_time": rec.started,
         "valid": kernel is not None, "comment": described, "misc": dict(entry.source),
     }  # fmt: skip
+    if kernel is not None and kernel.git is not None:
+        checkout |= _git_fields(kernel.git)
     build: dict[str, Any] = {
         "id": f"{base}:build", "checkout_id": base, "origin": ORIGIN, "start_time": rec.started,
         "architecture": rec.arch, "config_name": config, "comment": described,
@@ -89,7 +130,9 @@ def _checkout_and_build(
     return checkout, build
 
 
-def _test(build: dict[str, Any], run_name: str, accel: str, cell: TestResult) -> dict[str, Any]:
+def _test(
+    build: dict[str, Any], run_name: str, accel: str, cell: TestResult, url: str
+) -> dict[str, Any]:
     test: dict[str, Any] = {
         "id": f"{build['id']}:{cell.nodeid}", "build_id": build["id"], "origin": ORIGIN,
         "path": test_path(cell.nodeid), "status": _status(cell),
@@ -103,6 +146,9 @@ def _test(build: dict[str, Any], run_name: str, accel: str, cell: TestResult) ->
         test["log_excerpt"] = _excerpt(cell.details)
     if cell.duration:
         test["duration"] = cell.duration
+    if url:
+        test["log_url"] = f"{url}/{urllib.parse.quote(f'ktap-{run_name}.tap')}"
+        test["output_files"] = [{"name": "matrix.html", "url": f"{url}/matrix.html"}]
     return test
 
 
@@ -110,12 +156,16 @@ def _known(test: dict[str, Any], reason: str) -> tuple[dict[str, Any], dict[str,
     """The issue (one per distinct reason) and the incident tying this test to it."""
     issue_id = f"{ORIGIN}:known:{hashlib.sha256(reason.encode()).hexdigest()[:16]}"
     issue = {"id": issue_id, "version": 1, "origin": ORIGIN, "comment": reason}
+    if link := link_of(reason):
+        issue["report_url"] = link
     incident = {"id": f"{test['id']}:known", "origin": ORIGIN, "issue_id": issue_id,
                 "issue_version": 1, "test_id": test["id"], "present": True}  # fmt: skip
     return issue, incident
 
 
-def _kernel_objects(rec: record.Record, entry: record.Entry) -> dict[str, list[dict[str, Any]]]:
+def _kernel_objects(
+    rec: record.Record, entry: record.Entry, url: str
+) -> dict[str, list[dict[str, Any]]]:
     run = entry.run
     checkout, build = _checkout_and_build(rec, entry)
     console = TestResult(CONSOLE_ROW, "pass")
@@ -130,21 +180,32 @@ def _kernel_objects(rec: record.Record, entry: record.Entry) -> dict[str, list[d
         "incidents": [],
     }
     for cell in [*run.results, console]:
-        test = _test(build, run.name, run.accel, cell)
+        test = _test(build, run.name, run.accel, cell, url)
         out["tests"].append(test)
-        if cell.outcome == "xfail":
+        if cell.outcome == "xfail" and split_broken(cell.nodeid) is None:
             issue, incident = _known(test, cell.message)
             out["issues"].append(issue)
             out["incidents"].append(incident)
     return out
 
 
-def export(rec: record.Record) -> dict[str, Any]:
-    """KCIDB data for a result directory's record, validated against the latest schema."""
+def _published_at(url: str) -> str:
+    """The address the result directory is published at, checked: KCIDB links are absolute."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise KernelsError(f"--url {url!r}: not an http(s) address (e.g. https://ci.example/run/7)")
+    return url.rstrip("/")
+
+
+def export(rec: record.Record, url: str = "") -> dict[str, Any]:
+    """KCIDB data for a result directory's record, validated against the latest schema; with
+    `url` (where the directory is published) each test links its kernel's KTAP file and
+    matrix.html there."""
     version = schema.LATEST
+    base = _published_at(url) if url else ""
     data: dict[str, Any] = {"version": {"major": version.major, "minor": version.minor}}
     for entry in rec.entries:
-        for key, objects in _kernel_objects(rec, entry).items():
+        for key, objects in _kernel_objects(rec, entry, base).items():
             data.setdefault(key, []).extend(objects)
     data["issues"] = list({issue["id"]: issue for issue in data.get("issues", [])}.values())
     try:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Which passing runs' pcaps a matrix keeps: only those a cross-kernel trace diff needs.
 
 Why: the guests keep every passing test's pcaps (``--keep-passing-pcaps``, bounded per test)

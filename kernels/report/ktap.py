@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """KTAP version 1 output, so kselftest runners, LAVA and KernelCI read netregress as they read
 a kselftest (the format: docs/ktap.md).
 
@@ -5,20 +6,56 @@ Two producers share one renderer: `pytest --ktap-file PATH` (any run, on the hos
 guest, and the host side of `pytest --kernel`, whose replayed reports look local) and the
 matrix, which writes `ktap-<kernel>.tap` from its cells — that one survives a guest that died
 mid-run, because the cells already hold the crash.
+
+`KSFT_MACHINE_SLOW` (kselftest's convention: set on a machine too slow for timing-sensitive
+tests) turns a failure on timing alone, a packetdrill script that stopped on a timing check,
+into an XFAIL saying its timing was not checkable there: never a pass, as our timing policy
+wants of a mismatch (docs/timing-tolerance.md), and not a failure kselftest runners would count.
 """
 
+import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from kernels.matrix.results import TestResult, from_collect_error, from_reports
+from packetdrill.tolerance import TIMING_PROPERTY, TimingRecord
 
 if TYPE_CHECKING:  # the report (Jinja2, plots) is the matrix's: a guest's pytest never needs it
     from kernels.report.table import Matrix
 
 VERSION_LINE = "KTAP version 1"
+MACHINE_SLOW = "KSFT_MACHINE_SLOW"
+NOT_CHECKABLE = f"timing not checkable ({MACHINE_SLOW})"
 _DETAIL_LINES = 20
+
+
+def machine_slow() -> bool:
+    """True when this environment says the machine is slow (the variable set, as kselftest's
+    runners test it)."""
+    return bool(os.environ.get(MACHINE_SLOW))
+
+
+def _failed_on_timing_alone(result: TestResult) -> bool:
+    """A failure whose only finding is a timing mismatch: the script stopped on a timing
+    check (its timing record says so), so nothing else of it was judged."""
+    if result.outcome != "fail":
+        return False
+    for name, value in result.properties:
+        if name == TIMING_PROPERTY:
+            record = TimingRecord.from_json(value)
+            return record.verdict == "failed" and record.timing_error != ""
+    return False
+
+
+def _as_written(result: TestResult, slow: bool) -> TestResult:
+    """The result as KTAP states it: on a slow machine a failure on timing alone is an XFAIL
+    (its details kept, so the mismatch is still shown), everything else as it is."""
+    if slow and _failed_on_timing_alone(result):
+        return replace(result, outcome="xfail", message=NOT_CHECKABLE)
+    return result
 
 
 def _one_line(text: str) -> str:
@@ -41,7 +78,10 @@ def _result_lines(number: int, result: TestResult) -> list[str]:
             why = why.removeprefix("Skipped: ")  # pytest's prefix, redundant after SKIP
             return [f"ok {number} {name} # SKIP {why}".rstrip()]
         case "xfail":
-            return [f"ok {number} {name} # XFAIL {why}".rstrip()]
+            detail = result.details.splitlines()[-_DETAIL_LINES:]  # a slow machine's mismatch
+            return [f"# {line}".rstrip() for line in detail] + [
+                f"ok {number} {name} # XFAIL {why}".rstrip()
+            ]
         case "crash":
             return [f"not ok {number} {name} # ERROR {why}".rstrip()]
         case _:
@@ -49,8 +89,10 @@ def _result_lines(number: int, result: TestResult) -> list[str]:
             return [f"# {line}".rstrip() for line in detail] + [f"not ok {number} {name}"]
 
 
-def render(results: list[TestResult], title: str) -> str:
-    """A flat KTAP document: version, plan, one line per test, kselftest-style totals."""
+def render(results: list[TestResult], title: str, *, slow: bool = False) -> str:
+    """A flat KTAP document: version, plan, one line per test, kselftest-style totals; `slow`
+    (:func:`machine_slow`) writes a failure on timing alone as an XFAIL."""
+    results = [_as_written(result, slow) for result in results]
     lines = [VERSION_LINE, f"1..{len(results)}", f"# {_one_line(title)}"]
     for number, result in enumerate(results, start=1):
         lines += _result_lines(number, result)
@@ -71,7 +113,7 @@ def write_matrix(matrix: "Matrix", out_dir: Path) -> list[Path]:
         build = f" {kernel.release} ({kernel.version})" if kernel else ""
         cells = [c for nodeid in matrix.rows if (c := matrix.cell(nodeid, run.name))]
         path = out_dir / f"ktap-{run.name}.tap"
-        path.write_text(render(cells, f"netregress on {run.name}{build}"))
+        path.write_text(render(cells, f"netregress on {run.name}{build}", slow=machine_slow()))
         written.append(path)
     return written
 
@@ -99,4 +141,4 @@ class KtapWriter:
     def pytest_sessionfinish(self) -> None:
         results = [from_reports(nodeid, reports) for nodeid, reports in self._reports.items()]
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(render([*self._broken, *results], self.title))
+        self.path.write_text(render([*self._broken, *results], self.title, slow=machine_slow()))

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Combining shard directories into the matrix one machine would have written.
 
 Why findings instead of a best-effort report: a CI run whose shard 3 never uploaded would

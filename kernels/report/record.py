@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A result directory's machine record (`runs.json`): every kernel run with all its cells.
 
 Why besides matrix.json: matrix.json is the report for readers (no tracebacks, no durations,
@@ -5,6 +6,8 @@ timings as text); merging shards and exporting to KCIDB need everything a report
 (each cell's details and duration, each kernel's build, crash and timings), plus which slice of
 which plan the directory holds, so `merge` can tell a missing shard from a duplicate one.
 Kernel folders are stored relative to the record, so a CI artifact can be moved and still merge.
+A kernel built from a git tree keeps its checkout (commit, remote, uncommitted changes): the
+export names it, possibly on another machine than the one that built it.
 """
 
 import json
@@ -13,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kernels.acquire.catalog import KernelSpec
-from kernels.acquire.kernel import BootableKernel
+from kernels.acquire.kernel import BootableKernel, GitSource
 from kernels.errors import KernelsError
 from kernels.matrix.results import TestResult
 from kernels.matrix.runner import KernelRun
@@ -73,6 +76,7 @@ def _run_json(run: KernelRun, base: Path) -> dict[str, Any]:
         "kernel": None if kernel is None else {
             "name": kernel.name, "release": kernel.release, "version": kernel.version,
             "image": str(kernel.image) if kernel.image else None,
+            "git": asdict(kernel.git) if kernel.git else None,
         },
         "results": [asdict(result) for result in run.results],
         "problem": None if run.problem is None else asdict(run.problem),
@@ -90,6 +94,7 @@ def _run_from(data: dict[str, Any], base: Path) -> KernelRun:
         kernel=None if kernel is None else BootableKernel(
             kernel["name"], kernel["release"], kernel["version"],
             Path(kernel["image"]) if kernel["image"] else None,
+            git=GitSource(**kernel["git"]) if kernel.get("git") else None,
         ),
         results=[TestResult(**result) for result in data["results"]],
         problem=None if data["problem"] is None else Crash(**data["problem"]),

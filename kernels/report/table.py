@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The matrix: rows = tests, columns = kernels; rendered for the terminal, Markdown and JSON.
 
 Why a synthetic "(kernel console)" row: a WARN splat or oops can happen while every test still
@@ -12,7 +13,6 @@ from pathlib import Path
 from kernels.matrix.results import UNEXPECTED, TestResult
 from kernels.matrix.runner import KernelRun
 from kernels.report.html import write_html
-from kernels.report.junit import write_junit
 
 CONSOLE_ROW = "(kernel console)"
 _CELL = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "skip": "skip", "crash": "CRASH"}
@@ -226,17 +226,11 @@ def to_json(matrix: Matrix) -> dict[str, object]:
 
 
 def write_outputs(matrix: Matrix, out_dir: Path) -> list[Path]:
-    """matrix.md, matrix.json, matrix.html and junit-<kernel>.xml in `out_dir`; returns the
-    paths."""
+    """matrix.md, matrix.json and matrix.html in `out_dir`; returns the paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "matrix.md", out_dir / "matrix.json"]
     written[0].write_text(render_markdown(matrix))
     written[1].write_text(json.dumps(to_json(matrix), indent=2) + "\n")
     kernel_lines = [_kernel_line(run) for run in matrix.runs]
     written.append(write_html(matrix, out_dir, KERNEL_HEADER, kernel_lines, _symbol))
-    for run in matrix.runs:
-        path = out_dir / f"junit-{run.name}.xml"
-        results = [c for nodeid in matrix.rows if (c := matrix.cell(nodeid, run.name))]
-        write_junit(path, f"netregress on {run.name}", results)
-        written.append(path)
     return written

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Choosing KVM or TCG by a real probe boot, never by "does /dev/kvm open".
 
 Why: on some hosts /dev/kvm exists and KVM_CREATE_VM succeeds, yet stock kernels cannot run

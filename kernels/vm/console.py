@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Scanning a guest console for kernel crashes, NIPA-style.
 
 Why anchored patterns: the console also carries pytest's output; matching only at the start of

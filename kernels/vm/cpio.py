@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A minimal writer for the `newc` cpio format the kernel unpacks as an initramfs.
 
 Why our own writer: it is ~30 lines, deterministic (fixed mtimes, so a cached initramfs keeps

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The gate a guest started ahead of its turn waits at, before its first test.
 
 Why before the first test, not before pytest: booting, Python's start and the collection are

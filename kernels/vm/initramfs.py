@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The minimal initramfs launcher's guest side: busybox, an init script, the early modules.
 
 Why not virtme-ng's init: its udev and tmpfiles cost +3–5 s per TCG boot (docs/vm-boot.md §5).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The launcher interface: boot one kernel, run one command in it, bring back what happened.
 
 Why an interface: virtme-ng is the reference launcher and our busybox initramfs the faster one

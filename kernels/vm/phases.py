@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Where a guest's time goes: timestamps the guest itself writes, one JSON object a line.
 
 Why the guest writes them: under TCG the host cannot see when Python finished importing or

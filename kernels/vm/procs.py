@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """What a matrix run keeps while it lives: its child processes (QEMU, virtiofsd) and its
 guest output, on the process core (`netregress.process`).
 

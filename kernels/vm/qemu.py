@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The minimal-initramfs launcher: QEMU (`-M pc`) + two virtiofsd shares + our busybox init.
 
 Shares: the host root, read-only (the guest overlays it with tmpfs), and the per-run output

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Declarative topologies: describe (model), build (builder), and the shipped shapes."""
 
 from . import shapes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Turn a :class:`Topology` into running namespaces, and tear them down as a unit.
 
 Order matters to the kernel: links must exist before they are enslaved or used as a

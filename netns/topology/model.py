@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The declarative description of a topology: plain frozen data, no kernel calls.
 
 A case states *what* it needs (hosts, links with their addresses, routes, neighbours, FDB

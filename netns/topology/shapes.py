@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The topologies the field cases need, as functions returning a :class:`Topology`.
 
 Addresses follow the field reports where that helps a reader map a capture line to the

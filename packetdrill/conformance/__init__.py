@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Conformance harness: does the builtin engine give a real packetdrill binary's verdict?
 
 ``scripts/conformance`` runs a corpus of ``.pkt`` scripts under both engines (or the builtin

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """``python -m packetdrill.conformance``: see :mod:`.cli`."""
 
 import sys

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """``scripts/conformance build-reference --source DIR``: a packetdrill binary in the cache.
 
 The project never contains upstream code; users point this at a google/packetdrill checkout

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """``scripts/conformance``: the command line over the harness modules.
 
 Exit status: 0 every compared run agrees (flakes aside), 1 a reproducible disagreement,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Agreement between the builtin engine and the reference, and what a disagreement is.
 
 The verdict is PASS or not (FAIL and TIMEOUT are both failures, as for upstream's runner);

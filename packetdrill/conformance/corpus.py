@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Which runs a corpus asks for: every ``*.pkt`` under a folder, times its IP variants.
 
 Two argument conventions exist. ``upstream`` is what google/packetdrill's ``run_all.py`` does

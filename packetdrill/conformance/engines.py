@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The two sides being compared: the builtin engine, and a reference (a binary, or the runs
 recorded in a saved JSON for machines that have no binary).
 

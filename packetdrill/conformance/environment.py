@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The facts about the machine that decide many verdicts, recorded with every result.
 
 Why: the same script passes on one kernel and fails on another for reasons that are not the

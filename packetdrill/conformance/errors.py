@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Errors the command line turns into a message and an exit status, never a traceback."""
 
 from netregress.errors import NetregressError

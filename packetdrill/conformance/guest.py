@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """``--kernel NAME``: the same conformance run inside a matrix kernel's VM guest.
 
 Why a guest: many verdicts depend on the kernel (congestion controls a namespace may use, HZ,

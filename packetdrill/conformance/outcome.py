@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """One engine's verdict on one job, reduced to what conformance compares and reports.
 
 Why reduce: the two engines word the same failure differently and print paths differently,

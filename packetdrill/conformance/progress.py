@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Live progress on the terminal while a corpus runs (minutes, sometimes a 180 s hang).
 
 On a terminal one counter line is rewritten in place; into a file or pipe (CI logs) every

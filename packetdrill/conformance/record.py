@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The JSON a conformance run writes, and reading one back as a reference (``--against``).
 
 One entry per (script, variant), keyed by the script's path inside the corpus, with the

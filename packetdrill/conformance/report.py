@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The terminal report of a conformance run: environment, agreement table, false passes,
 and the reproducible disagreements grouped by their first error.
 

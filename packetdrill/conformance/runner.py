@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Running every job under every engine in parallel, then each disagreement alone again.
 
 Why re-run alone: on a loaded machine a timing check can fail once (the kernel or our injector

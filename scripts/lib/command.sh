@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # Sourced by every scripts/* entry point (after it sets $repo): what makes each behave like a
 # command. -h/--help prints the usage and exits 0 before the script does anything else.
 #
@@ -18,9 +19,11 @@ asks_for() {
 }
 
 # The running script's header comment (from line 2 up to the first line that is not one):
-# the usage written for people, and the help wherever no virtualenv can answer.
+# the usage written for people, and the help wherever no virtualenv can answer. The licence
+# line is for tools, not part of the usage.
 header() {
-  awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"
+  awk 'NR == 1 || /^# SPDX-License-Identifier:/ { next }
+       /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"
 }
 
 # A shell-only script: on -h/--help, its header comment.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C01 — TCPWqueueTooBig: an RTO retransmission blocked by tcp_fragment() stalls TCP.
 
 Field story (field-cases C01; report 003 lines 5–150): after the 2019 fix for the "SACK

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C02 / C03 — how many segments an nginx-style response takes, and route `quickack`.
 
 Field story (field-cases C02, C03; report 003 lines 467–611): nginx with `sendfile on`

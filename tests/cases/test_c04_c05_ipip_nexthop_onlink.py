@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C04/C05 · calico IPIP: the nexthop of a ``tunl0`` route must be the peer's underlay IP
 (``onlink``), and a gateway outside every connected prefix needs ``onlink`` to be accepted.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C06 — IPIP on a multi-homed host: the outer source the routing picks is not the one
 the peer's tunnel knows, and the overlay goes silent.
 

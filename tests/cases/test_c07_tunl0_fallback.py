@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C07 · The fallback device ``tunl0``: in every new namespace, undeletable, renamable, and
 the catch-all for IPIP only while it is up.
 

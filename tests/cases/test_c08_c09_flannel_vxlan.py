@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C08/C09 · flannel-style VXLAN data path, and the blackhole without an FDB entry.
 
 Field story (report 003, lines 6024–6343 and 6064–6129): flannel builds, per node, a

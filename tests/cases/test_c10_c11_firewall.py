@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C10/C11 · Firewalls on the flannel path: FORWARD policy DROP, and REJECT admin-prohibited.
 
 C10 field story (report 003, lines 6372–6405): "Starting from Docker 1.13 default iptables

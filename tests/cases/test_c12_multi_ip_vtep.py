@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C12 · Multi-IP host: the peer's VXLAN replies go to the wrong address of the VTEP host.
 
 Field story (report 003, lines 6407–6551): a node with 1.1.1.198/25 (default route) and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C13 · veth TX checksum offload behind a user-space forwarder: bad checksums, dead TCP.
 
 Field story (report 002, lines 197–211): a namespace's veth was a port of an OVS-DPDK

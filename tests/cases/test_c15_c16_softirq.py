@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C15/C16 · Where and how much RX softirq work runs: RPS on a veth, and netdev_budget.
 
 Field story (report 004, lines 35–62 and 198–212; 003, 445–465): nginx throughput depended

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C18, C21, C22 · Three small configuration guards from the calico and flannel reports.
 
 C18 · calico route layout (report 003, 5482–5488): a node owns a pod block as

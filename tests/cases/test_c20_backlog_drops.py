@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C20 · Retransmissions over a local bridge come from per-CPU backlog drops (hypothesis).
 
 Field story (report 000, lines 78–141): iperf3 between two docker containers on ``docker0``

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C24, C25 · What a router tells the sender when it will not forward a packet.
 
 C24 · a ``prohibit`` route answers "administratively prohibited". Operators block prefixes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C26, C27 · A bridge port that must not be flooded, and learned addresses that must age out.
 
 C26 · ``bridge link set dev PORT flood off``. Container and VM hosts switch flooding off on

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C28, C29, C34 · A VXLAN device's head-end replication, the outer TTL to a unicast remote,
 and ``nolearning``.
 

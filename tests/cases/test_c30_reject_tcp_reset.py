@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C30 · ``REJECT --reject-with tcp-reset`` refuses a connection at once.
 
 Firewalls reject rather than drop so that clients fail fast: a refused ``connect()`` returns

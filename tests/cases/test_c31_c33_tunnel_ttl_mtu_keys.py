@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """C31, C32, C33 · IP tunnels: the inherited TTL, a packet exactly the tunnel's MTU, GRE keys.
 
 C31 · ``ttl inherit``. An IPIP tunnel without a fixed TTL copies the inner packet's TTL to

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # Init command of the netregress packetdrill corpus: a known TCP configuration for the fresh
 # network namespace each script runs in (these sysctls are per namespace, so nothing outside
 # it changes). Values follow the reference's conventions (docs/packetdrill-language.md §12);

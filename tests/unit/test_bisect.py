@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """scripts/bisect: verdict mapping, refusing what would break `git bisect` half-way, and the
 full demo (a synthetic 6.1 history with a known culprit), which needs builds and VM boots and
 so only runs with NETREGRESS_BISECT_DEMO=1 (`tox -e bisect-demo`).

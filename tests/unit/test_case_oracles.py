@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The suite checks itself: every case module proves that its oracle can fail.
 
 The convention (``netns/variants.py``, README "Adding a case"): a case's test function is

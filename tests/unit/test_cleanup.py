@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Nothing outlives a run: not on failure, Ctrl-C or SIGKILL (the next run reaps it).
 
 These tests start real pytest runs (or a plain Python process) in a subprocess, interrupt

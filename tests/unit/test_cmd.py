@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """cmd(): results, failures that read like a shell session, missing tools."""
 
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Every ``scripts/*`` behaves like a command: ``-h``/``--help`` prints its usage, exits 0 and
 does nothing else; ``scripts/netregress`` asks pytest, not the disk, whether test paths were
 named, and lists each skip once.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """scripts/conformance itself: real runs of tiny scripts of our own in a tmp corpus.
 
 The reference side is either a real packetdrill binary (``$PACKETDRILL``, skipped without

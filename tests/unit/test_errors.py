@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """One error root: whatever part of netregress raised it, an entry point prints one line."""
 
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """What a guest's pytest imports: never the matrix's report stack.
 
 Why: every module a TCG guest imports costs it 15-30x what it costs natively, and the report

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The HTML reports, end to end on real runs: pytest-html for one run, matrix.html in Chromium.
 
 Both start from a broken variant of case C02's script: the corked response is expected with 300

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The kernel build pipeline's own parts, on real files, real `patch`, `make`, `tar` and apt.
 
 The kernel build itself (tens of minutes) is proven by scripts/build-kernel and the
@@ -7,6 +8,7 @@ re-introduced-bug check, not here; these tests cover every decision around it.
 import json
 import subprocess
 import tarfile
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -20,8 +22,10 @@ from kernels.acquire.from_source.source import (
     debian_tarball,
     extract_tarball,
     git_tree,
+    https_url,
     is_kernel_tree,
 )
+from kernels.acquire.kernel import BUILD_RECORD, GitSource, recorded_git
 from kernels.bisect.c01 import PACKAGE, PATCH
 from kernels.errors import KernelsError
 
@@ -50,6 +54,65 @@ def test_git_tree_refuses_non_kernel_and_built_in_place(tmp_path: Path) -> None:
     (tree / ".config").write_text("")
     with pytest.raises(KernelsError, match="mrproper"):
         git_tree(tree)
+
+
+def _git(tree: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(tree), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+
+
+def test_a_git_tree_names_its_checkout_and_its_uncommitted_changes(tmp_path: Path) -> None:
+    """What KCIDB's checkout gets (docs/kcidb.md): the commit, the branch's remote as https,
+    and a patchset hash exactly when tracked files differ from the commit."""
+    tree = fake_tree(tmp_path / "linux")
+    assert git_tree(tree).git is None  # no git checkout: no git fields
+    _git(tree, "init", "-q", "-b", "net-next")
+    _git(tree, "add", ".")
+    _git(tree, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "base")
+    _git(tree, "remote", "add", "origin", "git@gitlab.example.org:netdev/net-next.git")
+    clean = git_tree(tree).git
+    assert clean == GitSource(
+        _git(tree, "rev-parse", "HEAD"), "https://gitlab.example.org/netdev/net-next.git",
+        "net-next", "",
+    )  # fmt: skip
+    (tree / "untracked.c").write_text("int x;\n")
+    assert git_tree(tree).git == clean  # untracked files are no part of the build's patch
+    (tree / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 2\n")
+    edited = git_tree(tree).git
+    assert edited is not None and len(edited.patchset_hash) == 64
+    assert edited == GitSource(clean.commit, clean.repository_url, "net-next", edited.patchset_hash)
+    inner = fake_tree(tree / "vendor/linux")  # inside another repository: not its commit
+    assert git_tree(inner).git is None
+
+
+@pytest.mark.parametrize(
+    ("remote", "url"),
+    [
+        ("https://git.kernel.org/pub/scm/linux/kernel/git/netdev/net.git",
+         "https://git.kernel.org/pub/scm/linux/kernel/git/netdev/net.git"),
+        ("git://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git",
+         "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git"),
+        ("ssh://git@gitlab.example.org:2222/me/linux.git", "https://gitlab.example.org/me/linux.git"),
+        ("git@github.com:me/linux.git", "https://github.com/me/linux.git"),
+        ("https://me:secret-token@git.example.org/linux.git", "https://git.example.org/linux.git"),
+        ("/src/linux", ""),
+        ("../linux", ""),
+        ("file:///src/linux", ""),
+    ],
+)  # fmt: skip
+def test_remotes_become_https_addresses_without_credentials(remote: str, url: str) -> None:
+    assert https_url(remote) == url
+
+
+def test_a_built_image_keeps_its_checkout_for_a_path_kernel(tmp_path: Path) -> None:
+    """A `path` kernel pointing at one of scripts/build-kernel's results names the same
+    checkout as the `source` kernel it was built as; any other image names none."""
+    git = GitSource("c" * 40, "https://git.example.org/linux.git", "main", "")
+    (tmp_path / BUILD_RECORD).write_text(json.dumps({"release": "6.1.0", "git": asdict(git)}))
+    assert recorded_git(tmp_path / "bzImage") == git
+    (tmp_path / BUILD_RECORD).write_text(json.dumps({"release": "6.1.0", "git": None}))
+    assert recorded_git(tmp_path / "bzImage") is None
+    assert recorded_git(tmp_path / "elsewhere/bzImage") is None
 
 
 def test_debian_package_errors() -> None:

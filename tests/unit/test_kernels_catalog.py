@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The kernel catalog (matrix.toml) and turning entries into bootable kernels, without a VM."""
 
 import re

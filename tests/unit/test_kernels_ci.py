@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """CI fan-out: the shipped GitHub workflow is what `scripts/matrix ci github` generates from
 kernels/matrix.toml today, and both engines' files run one shard per job, then `merge`.
 (actionlint checks the GitHub workflow in scripts/test.)"""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Command lines of `scripts/matrix` and `pytest --kernel`: bad input is one clear line."""
 
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Console scanning and the guest verdict: crash signs, hangs and silent deaths are crashes."""
 
 from pathlib import Path

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Expectations: which test is a known failure on which kernel, and why."""
 
 import pytest
@@ -6,6 +7,7 @@ from kernels.errors import KernelsError
 from kernels.matrix.expectations import (
     VersionRange,
     expected_failure,
+    link_of,
     load_expectations,
     parse_expectations,
 )  # fmt: skip
@@ -71,6 +73,14 @@ def test_bad_expectations_are_clear_errors(text: str, message: str) -> None:
 def test_shipped_expectations_parse_and_carry_reasons() -> None:
     entries = load_expectations()
     assert entries and all(entry.reason and (entry.versions or entry.kernels) for entry in entries)
+
+
+def test_the_link_comes_back_out_of_the_xfail_reason() -> None:
+    """What a result keeps is the reason (KCIDB's issue links the fix from it)."""
+    linked, unlinked = parse_expectations(ENTRIES)
+    assert link_of(linked.why) == "https://git.kernel.org/linus/b617158dc096"
+    assert link_of(unlinked.why) == ""
+    assert link_of("see (https://example.org/a) for more") == ""  # only the trailing link
 
 
 def test_shipped_c08_entry_covers_the_good_variant_before_5_14_only() -> None:

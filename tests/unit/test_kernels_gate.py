@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """kernels/vm/gate.py: a guest booted ahead of its turn collects, then holds its first test
 until the host opens its gate; without the variable nothing waits."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Tests that only mean something inside a kernel-matrix guest (scripts/matrix, pytest --kernel).
 
 They prove the VM plumbing end to end: the guest really runs the requested kernel, its modules

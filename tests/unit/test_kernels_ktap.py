@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """`pytest --ktap-file`: a real host run's KTAP, read back by tap.py (a TAP parser we did not
 write) and by the KTAP rules restated from the kernel's ktap.rst (version line first, then the
 plan, results numbered from 1, directives after '#')."""
@@ -10,8 +11,9 @@ from pathlib import Path
 import pytest
 from tap.parser import Parser
 
-from kernels.matrix.results import TestResult
-from kernels.report.ktap import render
+from kernels.matrix.results import Outcome, TestResult
+from kernels.report.ktap import MACHINE_SLOW, render
+from packetdrill.tolerance import TIMING_PROPERTY, TimingRecord, Tolerance
 
 DEMO = """
 import pytest
@@ -92,3 +94,75 @@ def test_crashes_and_awkward_names() -> None:
     assert "ok 2 t.py::test_b # SKIP\n" in text
     results = [line for line in Parser().parse_text(text) if line.category == "test"]
     assert [r.ok for r in results] == [False, True] and results[1].skip
+
+
+def _pkt(name: str, outcome: Outcome, verdict: str, timing_error: str = "") -> TestResult:
+    """A .pkt item's cell, with the timing record its report carries."""
+    record = TimingRecord(verdict, 0, Tolerance(), timing_error=timing_error)
+    details = f"{name}:4: error handling packet: ..." if outcome == "fail" else ""
+    return TestResult(f"{name}::ipv4", outcome, "why", details,
+                      properties=((TIMING_PROPERTY, record.to_json()),))  # fmt: skip
+
+
+SLOW_MIX = [
+    _pkt("late.pkt", "fail", "failed", "late"),  # stopped on a timing check: timing alone
+    _pkt("early.pkt", "fail", "failed", "early"),
+    _pkt("tos.pkt", "fail", "failed"),  # a wrong field: a real failure on any machine
+    _pkt("ok.pkt", "pass", "clean"),
+    _pkt("stalled.pkt", "xfail", "not-checkable", "late"),  # already an xfail
+    TestResult("t.py::test_fails", "fail", "assert 1 == 2", "E   assert 1 == 2"),
+]
+
+
+def test_on_a_slow_machine_a_timing_mismatch_is_an_xfail_never_a_pass() -> None:
+    """KSFT_MACHINE_SLOW: a failure on timing alone is not checkable there (XFAIL, the
+    mismatch kept as diagnostics); every other result is written as without it."""
+    normal, slow = render(SLOW_MIX, "t"), render(SLOW_MIX, "t", slow=True)
+    xfail = f"# XFAIL timing not checkable ({MACHINE_SLOW})"
+    assert f"ok 1 late.pkt::ipv4 {xfail}\n" in slow and "not ok 1 late.pkt::ipv4\n" in normal
+    assert f"ok 2 early.pkt::ipv4 {xfail}\n" in slow
+    assert "# late.pkt:4: error handling packet: ...\nok 1" in slow  # shown, not hidden
+    for line in ("not ok 3 tos.pkt::ipv4", "ok 4 ok.pkt::ipv4", "not ok 6 t.py::test_fails",
+                 "ok 5 stalled.pkt::ipv4 # XFAIL why"):  # fmt: skip
+        assert f"{line}\n" in slow and f"{line}\n" in normal
+    assert slow.splitlines()[-1] == "# Totals: pass:1 fail:2 xfail:3 xpass:0 skip:0 error:0"
+    results = [line for line in Parser().parse_text(slow) if line.category == "test"]
+    assert [r.ok for r in results] == [True, True, False, True, True, False]
+    assert [r.todo or r.skip for r in results] == [False] * 6  # an XFAIL, not a skip
+
+
+# A datagram the kernel sends at once, due 500 ms later: early beyond any tolerance, the run
+# stops on that timing check. The same script with a wrong write size fails on no timing.
+PKT = """\
+    0 socket(..., SOCK_DGRAM, IPPROTO_UDP) = 3
+   +0 connect(3, ..., ...) = 0
+   +0 write(3, ..., 10) = 10
+  +.5 > udp (10)
+"""
+
+
+@pytest.mark.parametrize("slow", ["", "1"], ids=["unset", "set"])
+def test_ksft_machine_slow_on_a_real_run(
+    tmp_path: Path, slow: str, opted_in: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The timing record of a real failed script reaches the KTAP writer; pytest's own verdict
+    (the exit status) is unchanged either way."""
+    (tmp_path / "early-v4.pkt").write_text(PKT)
+    (tmp_path / "size-v4.pkt").write_text(PKT.replace("= 10\n", "= 20\n", 1))
+    monkeypatch.setenv(MACHINE_SLOW, slow)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--ktap-file", "out.tap",
+         "--pkt-ip-version=ipv4", "--tolerance-scale=1", "."],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = (tmp_path / "out.tap").read_text().splitlines()
+    early = next(line for line in lines if "early-v4.pkt::ipv4" in line)
+    size = next(line for line in lines if "size-v4.pkt::ipv4" in line)
+    if slow:
+        assert re.fullmatch(r"ok \d early-v4.pkt::ipv4 # XFAIL timing not checkable "
+                            r"\(KSFT_MACHINE_SLOW\)", early)  # fmt: skip
+        assert any("timing error" in line for line in lines[: lines.index(early)])
+    else:
+        assert re.fullmatch(r"not ok \d early-v4.pkt::ipv4", early)
+    assert re.fullmatch(r"not ok \d size-v4.pkt::ipv4", size)

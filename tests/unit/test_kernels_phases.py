@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """kernels/vm/phases.py and the bench's table: the stamps a pytest run writes, read back."""
 
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The matrix's children are recorded for the next run; a dead run's directories are reaped.
 
 The process core's own guarantees (PDEATHSIG, stop by PID, record reaping) are proven in

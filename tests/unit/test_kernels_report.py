@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The matrix report: cells, crash filling, renderings, the JUnit file per kernel."""
 
 import json
@@ -8,6 +9,7 @@ from typing import Any
 from kernels.acquire.kernel import BootableKernel
 from kernels.matrix.results import TestResult
 from kernels.matrix.runner import KernelRun
+from kernels.report import junit
 from kernels.report.junit import NODEID_PROPERTY
 from kernels.report.table import (
     CONSOLE_ROW,
@@ -22,6 +24,7 @@ from kernels.vm.console import Crash
 from packetdrill.tolerance import TimingRecord, Tolerance
 
 A, B, C = "t.py::test_a", "t.py::test_b", "t.py::test_c"
+STARTED = "2025-06-01T12:00:00+00:00"
 
 
 def _runs(tmp_path: Path) -> list[KernelRun]:
@@ -118,13 +121,9 @@ def _junit(path: Path) -> dict[str, tuple[str, str]]:
 def test_outputs_and_junit_file(tmp_path: Path) -> None:
     matrix = build(_runs(tmp_path), [A, B, C])
     written = write_outputs(matrix, tmp_path / "out")
-    assert sorted(p.name for p in written) == [
-        "junit-bookworm-6.1.xml",
-        "junit-sid.xml",
-        "matrix.html",
-        "matrix.json",
-        "matrix.md",
-    ]
+    assert sorted(p.name for p in written) == ["matrix.html", "matrix.json", "matrix.md"]
+    written = junit.write_matrix(matrix, tmp_path / "out", STARTED)
+    assert sorted(p.name for p in written) == ["junit-bookworm-6.1.xml", "junit-sid.xml"]
     assert json.loads((tmp_path / "out/matrix.json").read_text())["unexpected"] == 4
     sid = _junit(tmp_path / "out/junit-sid.xml")
     assert sid[A] == ("failure", "assert 1 == 2")
@@ -136,6 +135,33 @@ def test_outputs_and_junit_file(tmp_path: Path) -> None:
         C: ("pytest.skip", "needs gre"),
         CONSOLE_ROW: ("pass", ""),
     }
+
+
+def test_a_junit_suite_names_its_kernel_and_its_cases_keep_pytests_classnames(
+    tmp_path: Path,
+) -> None:
+    """What a CI's test-report view groups by (the suite: the kernel's name, properties, time)
+    and what it follows a test by (classname and name, pytest's own for the same node id)."""
+    runs = _runs(tmp_path)
+    runs[0].results.append(TestResult("d/t.py::TestX::test_d[p-1]", "pass"))
+    junit.write_matrix(build(runs, [A, B]), tmp_path, STARTED)
+    suite = ET.parse(tmp_path / "junit-bookworm-6.1.xml").getroot()
+    assert (suite.get("name"), suite.get("time"), suite.get("timestamp")) == (
+        "netregress on bookworm-6.1", "60.000", STARTED,
+    )  # fmt: skip
+    properties = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    assert properties == {
+        "kernel": "bookworm-6.1",
+        "accel": "tcg",
+        "kernel_release": "6.1.0-50-cloud-amd64",
+        "kernel_version": "6.1.176-1",
+        "boot_seconds": "3.2",
+    }
+    cases = [(c.get("classname"), c.get("name")) for c in suite.iter("testcase")]
+    assert cases[:2] == [("t", "test_a"), ("t", "test_b")]
+    assert ("d.t.TestX", "test_d[p-1]") in cases
+    dead = ET.parse(tmp_path / "junit-sid.xml").getroot()
+    assert {p.get("name") for p in dead.findall("properties/property")} == {"kernel", "accel"}
 
 
 def test_widened_packetdrill_passes_are_distinct_cells_and_the_slack_is_shown(
@@ -154,8 +180,8 @@ def test_widened_packetdrill_passes_are_distinct_cells_and_the_slack_is_shown(
     text = render_text(matrix)
     assert any(line.startswith(A) and " pass~ " in line for line in text.splitlines())
     assert "pass~: passed only with late-side timing slack" in text
-    write_outputs(matrix, tmp_path / "out")
-    case = next(c for c in ET.parse(tmp_path / "out/junit-bookworm-6.1.xml").iter("testcase")
+    junit.write_matrix(matrix, tmp_path, STARTED)
+    case = next(c for c in ET.parse(tmp_path / "junit-bookworm-6.1.xml").iter("testcase")
                 if c.get("name") == "test_a")  # fmt: skip
     properties = [(p.get("name"), p.get("value")) for p in case.iter("property")]
     assert (TIMING_PROPERTY, record) in properties

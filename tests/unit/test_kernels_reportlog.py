@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Guest results through pytest-reportlog: a cell from pytest's own reports, and a pytest that
 dies mid-test (as under a kernel panic) keeps the tests it finished and blames the running one.
 
@@ -7,6 +8,7 @@ its own pytest, which then writes nothing more, exactly what a panicked guest le
 The traceback's journey through a real VM: test_kernels_vm.py.
 """
 
+import os
 import signal
 import subprocess
 import sys
@@ -193,22 +195,24 @@ def test_teardown_error(broken_teardown):
 """
 
 
-def _junit_cases(path: Path) -> dict[str, tuple[str, ...]]:
-    """testcase name → the kinds of its child elements and their messages (no times)."""
-    cases: dict[str, tuple[str, ...]] = {}
+def _junit_cases(path: Path) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(classname, name) of each testcase → the kinds of its child elements and their
+    messages (no times)."""
+    cases: dict[tuple[str, str], tuple[str, ...]] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
         kinds = tuple(
             f"{child.tag}:{child.get('type', '')}:{child.get('message', '')}"
             for child in case if child.tag not in ("system-out", "system-err", "properties")
         )  # fmt: skip
-        cases[case.get("name", "")] = kinds
+        cases[(case.get("classname", ""), case.get("name", ""))] = kinds
     return cases
 
 
 def test_a_replayed_run_reads_like_a_local_one_to_every_reporter(tmp_path: Path) -> None:
     """`pytest --kernel ... --junitxml` (what every CI passes): each outcome, skips and errors
-    included, reaches JUnit, pytest-html and the report log as the local run's did, and the
-    session ends with the same exit status."""
+    included, reaches JUnit (under the same classnames), pytest-html and the report log as the
+    local run's did, and the session ends with the same exit status; the JUnit suite names the
+    kernel."""
     (tmp_path / "test_all.py").write_text(EVERY_OUTCOME)
     common = ["test_all.py", "-p", "no:cacheprovider", "-q"]
     runs = {}
@@ -225,6 +229,12 @@ def test_a_replayed_run_reads_like_a_local_one_to_every_reporter(tmp_path: Path)
     assert runs["replayed"][0] == runs["local"][0] == 1
     assert runs["replayed"][1] == runs["local"][1]
     assert len(runs["local"][1]) == 8
+    suite = ET.parse(tmp_path / "replayed/junit.xml").find("testsuite")
+    assert suite is not None and suite.get("name") == "netregress on running"
+    properties = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    assert properties == {"kernel": "running", "accel": "host",
+                          "kernel_release": os.uname().release,
+                          "kernel_version": properties["kernel_version"]}  # fmt: skip
     assert runs["replayed"][2].is_file()
     local, again = (
         {r.nodeid: (r.outcome, r.message) for r in reportlog.read(tmp_path / name).results()}

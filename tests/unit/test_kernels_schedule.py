@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """kernels/matrix/schedule.py: the guests with the shortest start-up take the first slots,
 the rest follow longest tests first; timings come from the guests' own phase logs."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Shards and merge: the plan covers every cell once, and a sharded run merges into the very
 matrix a whole run writes (real `scripts/matrix` runs of a small demo on the running kernel,
 under two catalog names, so both ways of cutting — by kernel and by test — are exercised)."""
@@ -5,6 +6,7 @@ under two catalog names, so both ways of cutting — by kernel and by test — a
 import json
 import shutil
 import subprocess
+import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -135,10 +137,11 @@ def _cells(directory: Path) -> dict[str, object]:
 
 
 def _junit(directory: Path, kernel: str) -> str:
-    """A kernel's JUnit file without the durations (each run measures its own)."""
+    """A kernel's JUnit file without the durations and the start (each run has its own)."""
     root = ET.parse(directory / f"junit-{kernel}.xml").getroot()
-    for case in root.iter("testcase"):
-        del case.attrib["time"]
+    for element in [root, *root.iter("testcase")]:
+        element.attrib.pop("time")
+    del root.attrib["timestamp"]
     return ET.tostring(root, encoding="unicode")
 
 
@@ -157,6 +160,26 @@ def test_merged_shards_equal_the_whole_run(runs: Path, count: int) -> None:
         assert (merged / tap).read_text() == (whole / tap).read_text()
     markdown = (merged / "matrix.md").read_text()
     assert "| test_demo.py::test_fails | FAIL | FAIL |" in markdown
+
+
+def test_a_test_has_one_junit_classname_in_a_plain_run_and_in_the_matrix(
+    runs: Path, tmp_path: Path
+) -> None:
+    """pytest's own --junitxml of the same file on the host and the matrix's file per kernel
+    (the same writer for a guest's results) name each test alike; the kernel is the suite's."""
+    plain = tmp_path / "plain.xml"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           "test_demo.py", f"--junitxml={plain}"], cwd=runs,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # test_fails
+    by_pytest = {(c.get("classname"), c.get("name")) for c in ET.parse(plain).iter("testcase")}
+    suite = ET.parse(runs / "whole/junit-host-a.xml").getroot()
+    in_matrix = {(c.get("classname"), c.get("name")) for c in suite.iter("testcase")}
+    assert in_matrix - {("", "(kernel console)")} == by_pytest
+    assert ("test_demo", "test_param[2]") in by_pytest and len(by_pytest) == ROWS
+    properties = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    assert properties["kernel"] == "host-a" and properties["accel"] == "host"
+    assert suite.get("name") == "netregress on host-a" and float(suite.get("time", "0")) > 0
 
 
 def test_a_shard_cuts_the_tests_of_a_kernel(runs: Path) -> None:

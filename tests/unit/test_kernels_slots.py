@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The matrix's slots: guests get their full-speed turn in the order they joined, one per slot
 freed, and a guest that ends while waiting gives up its place."""
 

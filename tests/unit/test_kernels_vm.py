@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """End to end on a real kernel in QEMU: the bookworm 6.1 cloud kernel, as CI uses it.
 
 Slow (a TCG guest imports pytest 10-30x slower than the host); marked `vm` and skipped with the

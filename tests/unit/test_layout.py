@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The folder layout is the architecture: each package imports only packages below it.
 
 Why a test: a cycle between packages hides until a refactor trips over it (the old

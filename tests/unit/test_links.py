@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Every link type the kernel supports carries real traffic, seen by captures and counters.
 
 Types this kernel lacks skip with the probe's reason (and run in the VM kernels).

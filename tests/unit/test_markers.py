@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Subsystem markers select what a change touches (README, "Adding a case").
 
 A kernel developer who changed the VXLAN driver runs ``pytest -m vxlan``; that only works if
@@ -58,6 +59,7 @@ def test_vxlan_selects_the_vxlan_cases_only() -> None:
         "tests/cases/test_c08_c09_flannel_vxlan.py",
         "tests/cases/test_c12_multi_ip_vtep.py",
         "tests/cases/test_c18_c21_c22_small.py",
+        "tests/cases/test_c28_c29_vxlan_flood_ttl.py",
     }
     # The module of C18, C21 and C22 is vxlan's only where C22 is.
     small = sorted(f for f in functions if f.startswith("tests/cases/test_c18"))

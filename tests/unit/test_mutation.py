@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """scripts/mutants: the verdicts (killed, crashed, survived, stillborn) against the control, a
 kill that must repeat, resume, --revert, and the reports, with a fake build and a fake run
 (a real campaign builds and boots kernels: tests/unit/test_mutation_loop.py and the note)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Namespace: unique names, isolation, commands, background processes, sysctls."""
 
 import errno

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Captures, counting helpers, nstat deltas and ss parsing against real TCP traffic."""
 
 import sys

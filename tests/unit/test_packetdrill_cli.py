@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The engine's command line: upstream-compatible exit codes and diagnostics, -v output, the
 pcap of a run, and that each run lives in its own network namespace."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A runner's engine process is warmed up ahead: the run it serves is the same run a cold
 process makes (the runner's environment, the script's folder, a fresh namespace), it warms up
 only on idle CPU, and a runner that may not lift it to ordinary priority keeps none."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Parser robustness: random and mutated scripts never crash the engine, and every rejection
 is a ``file:line: message`` diagnostic (or an option error naming the file).
 

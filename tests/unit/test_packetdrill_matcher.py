@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Outbound verification order and messages (docs/packetdrill-language.md §5.7), TSO merging
 (§5.8) and the script↔live sequence mapping (§5.6), on hand-built packets."""
 

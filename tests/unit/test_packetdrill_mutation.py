@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """No silent fields: change one expected value in a passing script of our corpus and the
 builtin engine must fail, on the check that owns that field.
 

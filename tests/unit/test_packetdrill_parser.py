@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Lexer and parser of the packetdrill engine: the reference's lexical rules and the exact
 ``file:line: message`` diagnostics, checked without touching the kernel."""
 

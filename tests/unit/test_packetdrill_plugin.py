@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The pytest plugin: collection per IP variant, lint failures as items, expect-fail
 headers, what a failing script reports, and packetdrill's own options given on the pytest
 command line (defines, the base tolerance, the IP variants) reaching both engines."""

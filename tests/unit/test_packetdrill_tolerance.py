@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The timing policy: packetdrill's base rule on both sides, measured slack on the late side
 only, a bound above which timing is not checkable, and how each verdict is reported."""
 
@@ -168,7 +169,9 @@ def test_calibrated_slack_grows_with_what_was_measured() -> None:
     ],
 )
 def test_judge_run(result: RunResult, tolerance: Tolerance, verdict: str) -> None:
-    assert judge_run(result, tolerance).verdict == verdict
+    record = judge_run(result, tolerance)
+    assert record.verdict == verdict
+    assert record.timing_error == result.timing_error  # a failure on timing says so
 
 
 def test_upstream_timing_errors_are_classified() -> None:
@@ -190,6 +193,10 @@ def test_upstream_timing_errors_are_classified() -> None:
 def test_record_round_trips_and_says_what_happened() -> None:
     record = TimingRecord("widened", 12_300, SLACK, line=9, event="outbound packet expected at 1 s")
     assert TimingRecord.from_json(record.to_json()) == record
+    failed = TimingRecord("failed", 0, SLACK, timing_error="early")
+    assert TimingRecord.from_json(failed.to_json()) == failed
+    older = {k: v for k, v in json.loads(record.to_json()).items() if k != "timing_error"}
+    assert TimingRecord.from_json(json.dumps(older)) == record  # a record from before the field
     assert record.summary() == "needed widening: +12.3 ms late"
     event = event_words("outbound packet", 201_000, 251_000)
     late = RunResult("s", True, late_usecs=40_000, late_line=11, late_event=event)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The upstream-binary adapter, checked against output recorded in the reference
 (docs/packetdrill-language.md, the **[observed]** examples): no binary can be installed here."""
 

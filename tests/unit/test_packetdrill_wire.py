@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Packet encoding/decoding and the short dump format, cross-checked with scapy."""
 
 import pytest

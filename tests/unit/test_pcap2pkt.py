@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """pcap → .pkt: a connection the engine scripted, captured, converted and replayed passes.
 
 The round trip is the converter's real oracle: the generated script drives the same kernel

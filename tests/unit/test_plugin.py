@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The pytest plugin as a user meets it: privileges, skips, artifacts, summary, xdist."""
 
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Privilege is asked per test, and only by this project's runs: a stranger's pytest session
 in our virtualenv, as a normal user, meets none of our plugins; our own run as a normal user
 runs what needs no namespace and says precisely why the rest cannot run."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The process core: children die with us, stops hit only our own PIDs, and the next run reaps
 exactly what a dead run left (never a live run's, never a stranger's)."""
 

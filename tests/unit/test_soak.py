@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """scripts/soak: verdict counts over repeated runs, and a flaky test flagged for real."""
 
 import json

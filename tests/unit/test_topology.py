@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Topologies: validation, feature checks before building, and each shipped shape working."""
 
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """netns.variants as a plugin: an expected failure is formatted in one line, any other in full."""
 
 import pytest

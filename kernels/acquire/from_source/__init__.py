@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Building kernels from source: a Debian `linux-source-X.Y` package or a user's git tree.
 
 Data flows one way: source (extracted into the cache, or the user's tree, never written to)

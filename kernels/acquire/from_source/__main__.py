@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """`python -m kernels.acquire.from_source`: build a kernel the matrix can boot (what
 scripts/build-kernel runs).
 

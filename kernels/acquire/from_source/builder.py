@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """One kernel build, start to finish: patches → config → make → install a bootable result.
 
 Why this layout of the cache: one out-of-tree build dir per source (`obj/<source id>`), kept
@@ -17,6 +18,7 @@ from pathlib import Path
 from kernels.acquire.from_source import config, make
 from kernels.acquire.from_source.patches import Patch, sync_patches
 from kernels.acquire.from_source.source import SourceTree
+from kernels.acquire.kernel import BUILD_RECORD
 from kernels.errors import KernelsError
 from kernels.paths import cache_dir, locked
 from kernels.progress import Status
@@ -104,7 +106,7 @@ def _current_result(req: BuildRequest, built_from: str) -> BuiltKernel | None:
     packages we extracted ourselves: a user's tree can change under the same id."""
     dest = req.out or cache_dir("built") / req.result_name()
     try:
-        info = json.loads((dest / "kernel.json").read_text())
+        info = json.loads((dest / BUILD_RECORD).read_text())
     except (OSError, ValueError):
         return None
     if not req.source.owned or info.get("inputs") != built_from:
@@ -140,7 +142,8 @@ def build(req: BuildRequest, status: Status) -> BuiltKernel:
         make.run_make(req.source.path, obj, ["bzImage", "modules"], log, "make", req.jobs)
         image, modules, release = _install(req, obj, log)
         result = BuiltKernel(req.result_name(), image, modules, release, time.monotonic() - start)
+        git = asdict(req.source.git) if req.source.git else None
         info = {**asdict(result), "source": req.source.origin, "patches": [p.name for p in patches],
-                "inputs": built_from}  # fmt: skip
-        (image.parent / "kernel.json").write_text(json.dumps(info, indent=2, default=str))
+                "inputs": built_from, "git": git}  # fmt: skip
+        (image.parent / BUILD_RECORD).write_text(json.dumps(info, indent=2, default=str))
     return result

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The kernel config: the tree's own x86_64 defconfig + kvm_guest.config + our fragment.
 
 Why from the tree's own files: a config carried over from another version silently loses or

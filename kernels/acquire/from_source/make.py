@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Running kbuild: niced, logged to a file, with a one-line live progress.
 
 Why niced: other engineers run timing-sensitive tests on the same small machine. Why a log

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Patches applied to a cache source tree, reversibly.
 
 Why reversible in place instead of one tree per patch set: the out-of-tree build dir is tied

@@ -1,23 +1,28 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Where a kernel's source comes from: a Debian `linux-source-X.Y` package or a git tree.
 
 Why two kinds but one result type: the builder only needs a source directory, a stable id
 (which names the out-of-tree build dir, so every build of the same tree is incremental) and
 whether it may write into the tree (only trees we extracted into the cache take patches).
+A git tree also says which checkout it is, so the reports can name the commit.
 """
 
 import hashlib
 import re
 import shutil
 import subprocess
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernels.acquire.kernel import GitSource
 from kernels.errors import KernelsError
 from kernels.paths import cache_dir, locked
 from kernels.progress import Status
 
 USR_SRC = Path("/usr/src")
 _PACKAGE = re.compile(r"^linux-source-(\d+\.\d+)$")
+_SCP_LIKE = re.compile(r"[^@/]+@(?P<host>[^:/]+):(?P<path>[^/].*)")  # git@host:path
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,7 @@ class SourceTree:
     path: Path
     owned: bool
     origin: str
+    git: GitSource | None = None
 
 
 def is_kernel_tree(path: Path) -> bool:
@@ -40,6 +46,61 @@ def is_kernel_tree(path: Path) -> bool:
         return False
     head = makefile.read_text(errors="replace")[:2000]
     return "VERSION =" in head and "PATCHLEVEL =" in head
+
+
+def https_url(remote: str) -> str:
+    """A git remote's https:// address (the only kind KCIDB takes), "" for one that has none.
+
+    git://, http:// and ssh remotes (URL or `user@host:path`) name hosts that serve the same
+    repository over https (git.kernel.org, GitHub, GitLab); credentials and an ssh port are
+    dropped, so no secret of a remote URL reaches a report; a local path has no address."""
+    scp = _SCP_LIKE.fullmatch(remote)
+    if scp is not None:
+        return f"https://{scp['host']}/{scp['path']}"
+    parts = urllib.parse.urlsplit(remote)
+    if parts.scheme not in ("https", "http", "git", "ssh") or not parts.hostname:
+        return ""
+    host = parts.netloc.rpartition("@")[2] if parts.scheme == "https" else parts.hostname
+    return urllib.parse.urlunsplit(("https", host, parts.path, "", ""))
+
+
+def _git(tree: Path, *args: str) -> bytes | None:
+    """A read-only git query in `tree` (its output), None when git fails or is missing.
+
+    `safe.directory`: run as root on a user's tree, git refuses a repository it does not own;
+    trusting this one tree for this one query reads it without changing anyone's config.
+    `--no-optional-locks`: a query never writes the index of a tree we only read."""
+    argv = ["git", "--no-optional-locks", "-c", f"safe.directory={tree}", "-C", str(tree), *args]
+    try:
+        proc = subprocess.run(argv, capture_output=True)
+    except OSError:
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def git_source(tree: Path) -> GitSource | None:
+    """Which checkout `tree` is, when it is the top of a git work tree with a commit.
+
+    Uncommitted changes to tracked files become KCIDB's patchset hash of one patch (their
+    diff against the commit); untracked files are not part of it."""
+    top, head = _git(tree, "rev-parse", "--show-toplevel"), _git(tree, "rev-parse", "HEAD")
+    if top is None or head is None or Path(top.decode().strip()).resolve() != tree:
+        return None
+    diff = _git(tree, "diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "HEAD")
+    if diff is None:
+        return None  # a commit whose changes we cannot tell is no checkout we can name
+    branch = (_git(tree, "symbolic-ref", "--short", "-q", "HEAD") or b"").decode().strip()
+    remote = _git(tree, "config", "--get", f"branch.{branch}.remote") if branch else None
+    url = _git(tree, "remote", "get-url", remote.decode().strip() if remote else "origin")
+    patchset = ""
+    if diff:
+        patchset = hashlib.sha256(f"{hashlib.sha256(diff).hexdigest()}\n".encode()).hexdigest()
+    return GitSource(
+        commit=head.decode().strip(),
+        repository_url=https_url(url.decode().strip()) if url else "",
+        branch=branch,
+        patchset_hash=patchset,
+    )
 
 
 def git_tree(path: Path) -> SourceTree:
@@ -58,7 +119,10 @@ def git_tree(path: Path) -> SourceTree:
             f"builds need a clean tree: run 'make -C {tree} mrproper' (it deletes your .config)"
         )
     digest = hashlib.sha256(str(tree).encode()).hexdigest()[:10]
-    return SourceTree(id=f"tree-{tree.name}-{digest}", path=tree, owned=False, origin=str(tree))
+    return SourceTree(
+        id=f"tree-{tree.name}-{digest}", path=tree, owned=False, origin=str(tree),
+        git=git_source(tree),
+    )  # fmt: skip
 
 
 def debian_tarball(package: str) -> Path:

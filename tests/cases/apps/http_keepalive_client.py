@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """HTTP/1.1 keep-alive client for field cases C02/C03: N requests, one at a time.
 
     python http_keepalive_client.py ADDR PORT REQUESTS

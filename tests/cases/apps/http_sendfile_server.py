@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """A tiny HTTP/1.1 keep-alive server answering the way nginx does (field case C02).
 
     python http_sendfile_server.py ADDR PORT MODE BODY_FILE
