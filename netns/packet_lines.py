@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """One tcpdump-like line per captured packet, for the failures of assertions about captures.
 
 Why: a case asserts on what crossed the wire, and when it fails a person reads the packets.

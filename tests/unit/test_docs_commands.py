@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The docs name only commands and files that exist.
 
 Why a test: README.md and docs/*.md are how users meet netregress, and they drifted silently

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """One tcpdump-like line per packet (netns/packet_lines.py): the outer headers a tunnel case is
 about come first, and a comparison names every packet on a line of its own."""
 
