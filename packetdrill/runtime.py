@@ -66,13 +66,25 @@ class Timed:
     """An event's times after anchoring (docs/packetdrill-language.md §4.2), in script usec.
 
     ``earliest`` is ``start`` counted from the instant the previous event began to take effect
-    (see :meth:`Runtime.anchor`); only the early edge of the timing check uses it."""
+    (see :meth:`Runtime.anchor`); only the early edge of the timing check uses it. ``act`` is
+    when the engine acts (injects, calls, runs): ``start`` counted from the instant the
+    previous event was done in the kernel, between ``earliest`` and ``start``."""
 
     start: int
     end: int | None
     base: int
     blocking_end: int | None
     earliest: int
+    act: int
+
+
+@dataclass(frozen=True)
+class Injection:
+    """An inbound line's packet, ready to write: the script's view (for ``-v``) and its bytes."""
+
+    packet: Packet
+    raw: bytes
+    offload: Offload | None
 
 
 class BlockingCall:
@@ -92,7 +104,7 @@ class BlockingCall:
         rt = self.runtime
         self.tid = threading.get_native_id()
         try:
-            rt.clock.wait_until(self.timed.start)
+            rt.clock.wait_until(self.timed.act)
             rt.check_time(self.event, self.timed, rt.clock.now(), self.prev)
             self.entered = True
             rt.execute_syscall(self.event, on_return=self._check_return)
@@ -144,6 +156,7 @@ class Runtime:
         self.state = State(cfg, self.clock, ephemeral_port)
         self.executor = Executor(self.state)
         self.began: int | None = None  # script usec at which the latest event took effect
+        self.done: int | None = None  # script usec at which the kernel was done with it
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
         self.warnings: list[str] = []
@@ -236,13 +249,14 @@ class Runtime:
         if events[0].time.usecs != 0:
             raise self.fail(events[0], "first event should be at time 0")
         prev: Event | None = None
-        prev_time: int | None = None
+        prev_timed: Timed | None = None
         if self.cfg.verbose and self.cfg.tolerance.late_slack_usecs:
             print(f"netregress: timing tolerance {self.cfg.tolerance.describe()}", flush=True)
         self.clock.restart()
         for event in events:
             self.check_blocking()
-            timed = self.anchor(event, prev, prev_time)
+            timed = self.anchor(event, prev, prev_timed)
+            prev_time = None if prev_timed is None else prev_timed.start
             self.timeline.append((event, timed, prev_time))
             if (
                 prev is not None
@@ -258,16 +272,16 @@ class Runtime:
                     f"time goes backward in script from {prev_time} usec to {timed.start} usec",
                 )
             self.dispatch(event, timed, prev_time)
-            prev, prev_time = event, timed.start
+            prev, prev_timed = event, timed
         self.finish(events)
 
-    def anchor(self, event: Event, prev: Event | None, prev_time: int | None) -> Timed:
+    def anchor(self, event: Event, prev: Event | None, prev_timed: Timed | None) -> Timed:
         t = event.time
         if not (t.relative or t.any_time):
             end = t.end_usecs
-            return Timed(t.usecs, end, 0, t.blocking_end, t.usecs)
-        if prev is not None and prev.is_inbound and event.is_inbound and prev_time is not None:
-            base = earliest = prev_time
+            return Timed(t.usecs, end, 0, t.blocking_end, t.usecs, t.usecs)
+        if prev is not None and prev.is_inbound and event.is_inbound and prev_timed is not None:
+            base = earliest = acted = prev_timed.act
         else:
             base = self.clock.now() if prev is not None else 0
             # Like upstream, a relative time counts from "now", once the previous event is
@@ -275,6 +289,14 @@ class Runtime:
             # kernel answers inside the write() or the system call), and a reply would look
             # early by our own lag; the early edge counts from the instant it began instead.
             earliest = base if self.began is None else min(base, self.began)
+            # Upstream's "now" is microseconds after the kernel was done with the previous
+            # event; ours also holds our slower bookkeeping (a sniffed packet's decoding and
+            # checks, a call's result checks). Acting that much later on every line would
+            # stretch the script's timeline, and the kernel's own clock readings (a
+            # SCM_TIMESTAMPING value, an RTT) would drift from the script's times by the sum
+            # of it. So the engine acts counting from when the kernel was done, while the
+            # timing checks keep their edges.
+            acted = base if self.done is None else self.done
         end = (
             None
             if t.end_usecs is None
@@ -285,10 +307,11 @@ class Runtime:
             if t.blocking_end is None
             else (base + t.blocking_end if t.relative else t.blocking_end)
         )
-        return Timed(base + t.usecs, end, base, blocking_end, earliest + t.usecs)
+        return Timed(base + t.usecs, end, base, blocking_end, earliest + t.usecs, acted + t.usecs)
 
     def dispatch(self, event: Event, timed: Timed, prev: int | None) -> None:
         action = event.action
+        self.done = None  # until this event says when the kernel was done with it
         if isinstance(action, PacketEvent) and action.direction == ">":
             self.outbound(event, action, timed, prev)
             return
@@ -297,13 +320,22 @@ class Runtime:
             return
         if isinstance(action, SyscallEvent) and self.blocking is not None:
             self.wait_for_blocking(1.0)
+        injection: Injection | RuntimeFailure | None = None
+        if isinstance(action, PacketEvent):
+            try:
+                injection = self.prepare_inbound(event, action)
+            except RuntimeFailure as err:
+                injection = err  # reported once the line's time has come, as before
         if prev is not None:
-            self.wait(timed.start)
+            self.wait(timed.act)
             self.check_time(event, timed, self.clock.now(), prev)
         self.began = self.clock.now()
-        if isinstance(action, PacketEvent):
-            self.inbound(event, action)
-        elif isinstance(action, SyscallEvent):
+        if isinstance(injection, RuntimeFailure):
+            raise injection
+        if injection is not None:
+            self.inbound(event, injection)
+            return
+        if isinstance(action, SyscallEvent):
             self.execute_syscall(event)
         elif isinstance(action, CommandEvent):
             reason = run_shell(action.command)
@@ -311,6 +343,7 @@ class Runtime:
                 raise self.fail(event, f"error executing `{action.command}` command: {reason}")
         elif isinstance(action, CodeEvent):
             self.collect_code(event, action)
+        self.done = self.clock.now()
 
     def finish(self, events: list[Event]) -> None:
         if self.blocking is not None and not self.wait_for_blocking(1.0):
@@ -342,11 +375,12 @@ class Runtime:
                 f"{action.name} call: blocking system call while another "
                 "blocking system call is already in progress",
             )
-        self.began = max(self.clock.now(), timed.start)
+        self.began = max(self.clock.now(), timed.act)
         call = BlockingCall(self, event, timed, prev)
         self.blocking = call
         while not call.blocked_or_done():
             time.sleep(0.0002)
+        self.done = self.clock.now()
 
     # --- code blocks ----------------------------------------------------------------------
     def collect_code(self, event: Event, action: CodeEvent) -> None:
@@ -415,7 +449,9 @@ class Runtime:
                 "(connect() or sendto(), then '>'), or --is_anyip"
             )
 
-    def inbound(self, event: Event, action: PacketEvent) -> None:
+    def prepare_inbound(self, event: Event, action: PacketEvent) -> Injection:
+        """The live packet of an inbound line, made before its time comes: upstream makes it
+        in microseconds after the wait, we would inject a few hundred later."""
         try:
             conn = self.conn_for_inbound(action)
         except RuntimeFailure as err:
@@ -425,15 +461,19 @@ class Runtime:
             map_inbound(packet, conn, self.cfg)
         except RuntimeFailure as err:
             raise self.fail(event, f"error handling packet: {err.text}") from None
-        raw = encode(packet)
         offload = None
         if self.cfg.mss and isinstance(packet.l4, TcpHeader):
             offload = Offload(self.cfg.mss, packet.inner_ip.version == 6)
+        return Injection(packet, encode(packet), offload)
+
+    def inbound(self, event: Event, injection: Injection) -> None:
+        packet = injection.packet
         try:
-            now = self.device.inject(raw, offload)  # stamped before the write
+            now = self.device.inject(injection.raw, injection.offload)  # stamped before the write
         except OSError as err:
             raise self.fail(event, f"error writing packet to tun device: {err.strerror}") from None
         self.began = self.clock.to_script(now)
+        self.done = self.clock.now()
         if self.cfg.verbose:
             print(
                 f"inbound injected packet: {secs(self.clock.to_script(now)):9.6f} {dump(packet)}",
@@ -522,6 +562,7 @@ class Runtime:
             live_tcp = actual.l4
             assert isinstance(live_tcp, TcpHeader)
             learn_syn(conn, live_tcp, spec)
+        self.done = self.clock.to_script(stamp)
         # Every protocol's payload length is checked, as upstream does: for ICMP it is the
         # quoted packet's size (28 bytes by default, N - 8 for `[raw (N)]`). Upstream prints
         # no packets for it; we show both, as for every other mismatch of a sniffed packet,

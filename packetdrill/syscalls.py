@@ -396,13 +396,20 @@ class Executor:
     def _start_connect(self, entry: FdEntry) -> None:
         """connect(), or sendto()/sendmsg() with an address (TFO, UDP): as upstream, only a
         new socket starts a connection; one already listening, connecting or accepted keeps
-        its flow (the call still gets the remote address)."""
+        its flow (the call still gets the remote address).
+
+        A socket new again after an AF_UNSPEC disconnect had a flow already, and the kernel
+        may give the new one another local port (and always another ISN): like upstream,
+        which relearns both from the connecting socket's outbound packets, the old values
+        are forgotten here and learned again (the port by getsockname() after the call or
+        from the first packet, the ISN from the SYN)."""
         conn = entry.conn
         if conn is None:
             return
         with self.state.lock:
             if conn.listening or conn.connecting or conn.accepted:
                 return
+            conn.local_port, conn.local_isn_known = 0, False
             conn.connecting = True
             conn.remote_port = self.cfg.connect_port
             self.state.sut = conn
