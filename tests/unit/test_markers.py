@@ -76,6 +76,7 @@ def test_a_script_carries_its_folders_subsystem() -> None:
     udp, _ = collect("packetdrill and udp and not tcp")
     assert {nodeid.partition("::")[0] for nodeid in udp} == {
         "tests/packetdrill/udp/udp-exchange.pkt",
+        "tests/packetdrill/udp/reconnect-after-disconnect.pkt",
         "tests/packetdrill/icmp/port-unreachable.pkt",
         "tests/packetdrill/negative/errno-without-note.pkt",
         "tests/packetdrill/negative/wrong-errno.pkt",
