@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""C31, C32, C33 · IP tunnels: the inherited TTL, a packet exactly the tunnel's MTU, GRE keys.
+"""C31, C32, C33, C35 · IP tunnels: the inherited TTL, a packet exactly the tunnel's MTU, GRE
+keys, the fallback device.
 
 C31 · ``ttl inherit``. An IPIP tunnel without a fixed TTL copies the inner packet's TTL to
 the outer header, so traceroute through the tunnel still works and a routing loop still
@@ -96,4 +97,25 @@ def test_c33_gre_sends_its_okey_and_accepts_its_ikey(topology, b_keys: tuple[str
     a, b = net["a"], net["b"]
     tunnel(a, "gre", A, B, A_INNER, "ikey", "1", "okey", "2")
     tunnel(b, "gre", B, A, B_INNER, *b_keys)
+    assert ping(a, B_INNER, count=1, wait=2)
+
+
+@pytest.mark.needs("ipip")
+@pytest.mark.parametrize(
+    "tunl0",
+    ["up", broken("down", id="tunl0-down", why="a fallback device that is down takes nothing")],
+)
+def test_c35_unmatched_ipip_reaches_the_fallback_device(topology, tunl0: str) -> None:
+    """C35 · the fallback device ``tunl0`` (calico's receive side). A node takes IPIP from
+    every peer through ``tunl0`` without configuring a tunnel per peer: a packet that matches
+    no configured tunnel goes to the namespace's fallback device while it is up
+    (``ip_tunnel_lookup()``'s last resort). Oracle: a's ping through its point-to-point
+    tunnel to b, which has only ``tunl0`` (up, with an address and an onlink route back),
+    is answered. The broken variant leaves ``tunl0`` down, a strict xfail."""
+    net = topology(shapes.pair())
+    a, b = net["a"], net["b"]
+    tunnel(a, "ipip", A, B, A_INNER)
+    b.run(["ip", "addr", "add", f"{B_INNER}/32", "dev", "tunl0"])
+    b.run(["ip", "link", "set", "tunl0", tunl0])
+    b.run(["ip", "route", "add", f"{A_INNER}/32", "via", A, "dev", "tunl0", "onlink"], check=False)
     assert ping(a, B_INNER, count=1, wait=2)
