@@ -56,6 +56,7 @@ class Conn:
     children: list["Conn"] = field(default_factory=list)
     ts_map: dict[int, int] = field(default_factory=dict)
     ts_first: tuple[int, int] | None = None  # (script val, live val)
+    ts_first_drift: int = 0  # the run's drift behind the script clock when ts_first was fixed
     flowlabels: dict[int, int] = field(default_factory=dict)
     addresses_known: bool = False  # an outbound packet of it was sniffed
 

@@ -48,3 +48,16 @@ class RuntimeFailure(PacketdrillError):
         super().__init__(text, line)
         self.expected = expected
         self.actual = actual
+
+
+class TimelineDrift(RuntimeFailure):
+    """An outbound TCP timestamp that is right for when its packet left, but off the script's
+    clock by how far this run's timeline fell behind the script's (relative times count from
+    when the previous event was done, so a stalled machine shifts every later event, and the
+    kernel's TS clock records the shift). Upstream fails such a run on its TS value; the
+    policy calls it what it is: the machine's lateness, ``drift_usecs`` of it, not checkable.
+    """
+
+    def __init__(self, text: str, drift_usecs: int) -> None:
+        super().__init__(text)
+        self.drift_usecs = drift_usecs

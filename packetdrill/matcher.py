@@ -11,7 +11,7 @@ from ipaddress import ip_address
 from . import protocols as P
 from .config import Config
 from .dump import format_option
-from .errors import RuntimeFailure
+from .errors import RuntimeFailure, TimelineDrift
 from .model import ECT01, IcmpSpec, IpInfo, PacketEvent, TcpOption, TcpSpec, UdpSpec
 from .wire import (
     ACK,
@@ -58,9 +58,17 @@ def check_ip_checksums(actual: Packet) -> None:
 
 
 def verify(
-    expected: Packet, actual: Packet, event: PacketEvent, cfg: Config, ts_tolerance: int
+    expected: Packet,
+    actual: Packet,
+    event: PacketEvent,
+    cfg: Config,
+    ts_check: tuple[int, int],
 ) -> None:
-    """Raise :class:`RuntimeFailure` with the first difference (``actual`` already mapped)."""
+    """Raise :class:`RuntimeFailure` with the first difference (``actual`` already mapped).
+
+    ``ts_check`` is (tolerance, drift) for TCP timestamp values, both in usecs: the drift is how
+    much later than the script's own clock this packet's event is due, counted from the packet
+    that fixed the timestamp mapping (see :class:`TimelineDrift`)."""
     if len(expected.headers) != len(actual.headers):
         raise RuntimeFailure(
             f"live packet header layers: expected: {len(expected.headers)} "
@@ -95,7 +103,7 @@ def verify(
     if isinstance(spec, TcpSpec) and spec.options is not None:
         got_tcp = actual.l4
         assert isinstance(got_tcp, TcpHeader)
-        _check_options(spec.options, got_tcp.options, cfg, ts_tolerance)
+        _check_options(spec.options, got_tcp.options, cfg, ts_check)
     if not isinstance(actual.l4, IcmpHeader) and any(actual.payload):
         raise RuntimeFailure("incorrect outbound data payload")
 
@@ -232,7 +240,7 @@ def _ace(flags: int) -> int:
 
 
 def _check_options(
-    want: list[TcpOption], got: list[TcpOption], cfg: Config, ts_tolerance: int
+    want: list[TcpOption], got: list[TcpOption], cfg: Config, ts_check: tuple[int, int]
 ) -> None:
     if [o.kind for o in want] != [o.kind for o in got]:
         raise RuntimeFailure("bad outbound TCP options")
@@ -240,9 +248,7 @@ def _check_options(
         if a.kind in (P.TCPOPT_NOP, P.TCPOPT_EOL):
             continue
         if a.kind == P.TCPOPT_TS:
-            tick = cfg.tcp_ts_tick_usecs
-            if tick and abs(b.values[0] - a.values[0]) * tick > ts_tolerance:
-                raise RuntimeFailure(f"bad outbound TCP timestamp value, tolerance {ts_tolerance}")
+            _check_ts_value(a.values[0], b.values[0], cfg.tcp_ts_tick_usecs, ts_check)
             # Upstream never compares the echo reply; it is exact (the inbound TS val the
             # kernel echoes is sent unmapped), so a wrong one must not pass.
             if a.values[1] != b.values[1]:
@@ -258,6 +264,25 @@ def _check_options(
                 f"{what} in outbound TCP option (kind={a.kind}): expected: "
                 f"{format_option(a)} actual: {format_option(b)}"
             )
+
+
+def _check_ts_value(script: int, live: int, tick: int, ts_check: tuple[int, int]) -> None:
+    """Upstream's rule (the live value within the tolerance of the script's), except where the
+    difference is this run's drift behind the script's clock and the value is right for when
+    the packet left: then the machine was late, which the policy judges (never a pass)."""
+    tolerance, drift = ts_check
+    off = (live - script) * tick
+    if not tick or abs(off) <= tolerance:
+        return
+    if drift > tolerance and abs(off - drift) <= tolerance:
+        raise TimelineDrift(
+            f"timing error: expected TCP timestamp value {script} but got {live}, "
+            f"{off / 1000:+.1f} ms off the script's clock and right for when the packet left: "
+            f"this run's timeline fell {drift / 1000:.1f} ms behind the script's (the machine "
+            "stalled)",
+            drift,
+        )
+    raise RuntimeFailure(f"bad outbound TCP timestamp value, tolerance {tolerance}")
 
 
 # --- TSO super-segments ------------------------------------------------------------------

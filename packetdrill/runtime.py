@@ -21,7 +21,7 @@ from .config import Config
 from .conn import Conn, build, learn_syn, map_inbound, map_outbound, record_ts
 from .device import Device, Offload
 from .dump import dump
-from .errors import RuntimeFailure
+from .errors import RuntimeFailure, TimelineDrift
 from .matcher import check_ip_checksums, flow, fragment_problem, merge, verify
 from .model import (
     CodeEvent,
@@ -35,7 +35,7 @@ from .model import (
 )
 from .state import State
 from .syscalls import Executor
-from .tolerance import event_words
+from .tolerance import LATE, event_words
 from .wire import ACK, SYN, IcmpHeader, Packet, TcpHeader, UdpHeader, decode, encode
 
 _POLL = 0.02  # how often long waits look at the blocking-call thread for errors
@@ -157,6 +157,7 @@ class Runtime:
         self.executor = Executor(self.state)
         self.began: int | None = None  # script usec at which the latest event took effect
         self.done: int | None = None  # script usec at which the kernel was done with it
+        self.drift = 0  # how far the current event is due behind the script's own clock
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
         self.warnings: list[str] = []
@@ -253,9 +254,13 @@ class Runtime:
         if self.cfg.verbose and self.cfg.tolerance.late_slack_usecs:
             print(f"netregress: timing tolerance {self.cfg.tolerance.describe()}", flush=True)
         self.clock.restart()
+        nominal = 0
         for event in events:
             self.check_blocking()
             timed = self.anchor(event, prev, prev_timed)
+            if not event.time.any_time:
+                nominal = nominal + event.time.usecs if event.time.relative else event.time.usecs
+                self.drift = timed.start - nominal
             prev_time = None if prev_timed is None else prev_timed.start
             self.timeline.append((event, timed, prev_time))
             if (
@@ -647,16 +652,20 @@ class Runtime:
         try:
             check_ip_checksums(actual)
             if isinstance(spec, TcpSpec) and isinstance(actual.l4, TcpHeader):
+                if conn.ts_first is None:
+                    conn.ts_first_drift = self.drift
                 record_ts(conn, actual.l4, spec)
             mapped = map_outbound(actual, conn, self.cfg)
-            ts_tol = self.cfg.tolerance.base(timed.start)
-            verify(expected, mapped, action, self.cfg, ts_tol)
+            ts_check = (self.cfg.tolerance.base(timed.start), self.drift - conn.ts_first_drift)
+            verify(expected, mapped, action, self.cfg, ts_check)
             self.check_flowlabel(action, conn, actual)
             actual_time = self.clock.to_script(stamp)
             problem = self.check_time(event, timed, actual_time, prev)
             if problem:
                 raise RuntimeFailure(problem)
         except RuntimeFailure as err:
+            if isinstance(err, TimelineDrift) and not self.seen.error:
+                self.seen.error, self.seen.error_late_usecs = LATE, err.drift_usecs
             text = (
                 f"{'warning' if self.cfg.non_fatal_packet else 'error'} handling packet: {err.text}"
             )

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""C31, C32, C33, C35 · IP tunnels: the inherited TTL, a packet exactly the tunnel's MTU, GRE
-keys, the fallback device.
+"""C31, C32, C33, C35, C36 · IP tunnels: the inherited TTL, a packet exactly the tunnel's MTU,
+GRE keys, the fallback devices.
 
 C31 · ``ttl inherit``. An IPIP tunnel without a fixed TTL copies the inner packet's TTL to
 the outer header, so traceroute through the tunnel still works and a routing loop still
@@ -108,10 +108,11 @@ def test_c33_gre_sends_its_okey_and_accepts_its_ikey(topology, b_keys: tuple[str
 def test_c35_unmatched_ipip_reaches_the_fallback_device(topology, tunl0: str) -> None:
     """C35 · the fallback device ``tunl0`` (calico's receive side). A node takes IPIP from
     every peer through ``tunl0`` without configuring a tunnel per peer: a packet that matches
-    no configured tunnel goes to the namespace's fallback device while it is up
-    (``ip_tunnel_lookup()``'s last resort). Oracle: a's ping through its point-to-point
-    tunnel to b, which has only ``tunl0`` (up, with an address and an onlink route back),
-    is answered. The broken variant leaves ``tunl0`` down, a strict xfail."""
+    no configured tunnel goes to the namespace's fallback device while it is up (in
+    ``ip_tunnel_lookup()`` ``tunl0`` is the keyless any-to-any tunnel of the hash table, found
+    by the scan for wildcard tunnels; see C36 for the last resort). Oracle: a's ping through
+    its point-to-point tunnel to b, which has only ``tunl0`` (up, with an address and an
+    onlink route back), is answered. The broken variant leaves ``tunl0`` down, a strict xfail."""
     net = topology(shapes.pair())
     a, b = net["a"], net["b"]
     tunnel(a, "ipip", A, B, A_INNER)
@@ -119,3 +120,31 @@ def test_c35_unmatched_ipip_reaches_the_fallback_device(topology, tunl0: str) ->
     b.run(["ip", "link", "set", "tunl0", tunl0])
     b.run(["ip", "route", "add", f"{A_INNER}/32", "via", A, "dev", "tunl0", "onlink"], check=False)
     assert ping(a, B_INNER, count=1, wait=2)
+
+
+@pytest.mark.needs("gre")
+@pytest.mark.parametrize(
+    "gre0",
+    ["up", broken("down", id="gre0-down", why="a fallback device that is down takes nothing")],
+)
+def test_c36_keyed_gre_no_tunnel_matches_reaches_gre0(topology, gre0: str) -> None:
+    """C36 · a keyed GRE packet that no tunnel matches reaches ``gre0``. A collector (or a
+    hub terminating GRE from many routers) listens on the fallback device ``gre0`` instead of
+    configuring one tunnel per peer and key: the kernel hands it every GRE packet no
+    configured tunnel takes while it is up. For keyless packets ``gre0`` is found in the
+    tunnel hash table like any wildcard tunnel (C35's path); a packet carrying a key misses
+    every bucket ``gre0`` can be in, and reaches it only through ``ip_tunnel_lookup()``'s last
+    resort (``itn->fb_tunnel_dev`` if up), so a regression there loses exactly the keyed
+    traffic, which ``gre_rcv()`` then rejects with ICMP port unreachable. Oracle: a's ping
+    through its GRE tunnel with output key 7 to b, which has only ``gre0`` (up, with the
+    inner address), is decapsulated there: ``gre0``'s receive counter counts it. The broken
+    variant leaves ``gre0`` down, a strict xfail."""
+    net = topology(shapes.pair())
+    a, b = net["a"], net["b"]
+    tunnel(a, "gre", A, B, A_INNER, "okey", "7")
+    b.run(["ip", "addr", "add", f"{B_INNER}/32", "dev", "gre0"])
+    b.run(["ip", "link", "set", "gre0", gre0])
+    received = "/sys/class/net/gre0/statistics/rx_packets"
+    before = int(b.run(["cat", received]).stdout)
+    a.run(["ping", "-n", "-c", "1", "-W", "1", B_INNER], check=False)
+    assert int(b.run(["cat", received]).stdout) - before == 1, "gre0 received no GRE packet"

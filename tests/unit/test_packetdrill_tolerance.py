@@ -402,3 +402,44 @@ def test_a_late_negative_script_is_not_checkable_when_the_slack_swallows_its_lat
                 "line) accepted it: the lateness this script must fail on is hidden here*"
             ]
         )
+
+
+# The run's timeline falls ~80 ms behind the script's clock (a command takes that long, as
+# a stalled machine makes any event take): the kernel's TS clock records the shift.
+DRIFTING = """--tcp_ts_tick_usecs=1000
+--tolerance_usecs=10000
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+  +.1 < S 0:0(0) win 65535 <mss 1012,sackOK,TS val 100 ecr 0,nop,wscale 7>
+   +0 > S. 0:0(0) ack 1 <mss 1460,sackOK,TS val 1000 ecr 100,nop,wscale 10>
+  +.1 < . 1:1(0) ack 1 win 1000 <nop,nop,TS val 200 ecr 1000>
+   +0 accept(3, ..., ...) = 4
+   +0 `sleep 0.08`
+   +0 write(4, ..., 1000) = 1000
+   +0 > P. 1:1001(1000) ack 1 <nop,nop,TS val TSVAL ecr 200>
+"""
+
+
+@pytest.mark.parametrize(
+    "ts_val, verdict",
+    [
+        ("1100", "not-checkable"),  # right for when it left, off the script's clock by the drift
+        ("2100", "failed"),  # right for neither: a kernel's wrong timestamp
+    ],
+)
+def test_a_timestamp_off_by_the_runs_drift_is_not_checkable_a_wrong_one_fails(
+    tmp_path: Path, ts_val: str, verdict: str
+) -> None:
+    """A TCP timestamp off the script's clock by exactly how far the run fell behind is the
+    machine's lateness (not checkable, never a pass); any other offset is the kernel's."""
+    script = tmp_path / "drift.pkt"
+    script.write_text(DRIFTING.replace("TSVAL", ts_val))
+    result = run_isolated(Backend("builtin"), str(script), [])
+    assert not result.passed
+    record = judge_run(result, result.tolerance)
+    assert record.verdict == verdict, result.message
+    if verdict == "not-checkable":
+        assert "this run's timeline fell" in result.message
+        assert "the engine itself acted late" in record.summary()
