@@ -157,7 +157,6 @@ class Runtime:
         self.executor = Executor(self.state)
         self.began: int | None = None  # script usec at which the latest event took effect
         self.done: int | None = None  # script usec at which the kernel was done with it
-        self.drift = 0  # how far the current event is due behind the script's own clock
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
         self.warnings: list[str] = []
@@ -166,6 +165,11 @@ class Runtime:
     # --- helpers ------------------------------------------------------------------------
     def fail(self, event: Event, text: str) -> RuntimeFailure:
         return RuntimeFailure(f"{self.script.path}:{event.line}: {text}", event.line)
+
+    def note_drift(self, err: RuntimeFailure) -> None:
+        """A failure that is the run's drift is a late timing error (the policy's to judge)."""
+        if isinstance(err, TimelineDrift) and not self.seen.error:
+            self.seen.error, self.seen.error_late_usecs = LATE, err.drift_usecs
 
     def check_blocking(self) -> None:
         if self.blocking is not None and self.blocking.done.is_set():
@@ -260,7 +264,7 @@ class Runtime:
             timed = self.anchor(event, prev, prev_timed)
             if not event.time.any_time:
                 nominal = nominal + event.time.usecs if event.time.relative else event.time.usecs
-                self.drift = timed.start - nominal
+                self.state.drift = timed.start - nominal
             prev_time = None if prev_timed is None else prev_timed.start
             self.timeline.append((event, timed, prev_time))
             if (
@@ -366,6 +370,7 @@ class Runtime:
         try:
             self.executor.execute(action, on_return)
         except RuntimeFailure as err:
+            self.note_drift(err)
             if err.text.startswith(f"{self.script.path}:"):
                 raise
             raise self.fail(event, f"runtime error in {action.name} call: {err.text}") from None
@@ -653,10 +658,11 @@ class Runtime:
             check_ip_checksums(actual)
             if isinstance(spec, TcpSpec) and isinstance(actual.l4, TcpHeader):
                 if conn.ts_first is None:
-                    conn.ts_first_drift = self.drift
+                    conn.ts_first_drift = self.state.drift
                 record_ts(conn, actual.l4, spec)
             mapped = map_outbound(actual, conn, self.cfg)
-            ts_check = (self.cfg.tolerance.base(timed.start), self.drift - conn.ts_first_drift)
+            drift = self.state.drift - conn.ts_first_drift
+            ts_check = (self.cfg.tolerance.base(timed.start), drift)
             verify(expected, mapped, action, self.cfg, ts_check)
             self.check_flowlabel(action, conn, actual)
             actual_time = self.clock.to_script(stamp)
@@ -664,8 +670,7 @@ class Runtime:
             if problem:
                 raise RuntimeFailure(problem)
         except RuntimeFailure as err:
-            if isinstance(err, TimelineDrift) and not self.seen.error:
-                self.seen.error, self.seen.error_late_usecs = LATE, err.drift_usecs
+            self.note_drift(err)
             text = (
                 f"{'warning' if self.cfg.non_fatal_packet else 'error'} handling packet: {err.text}"
             )

@@ -29,6 +29,8 @@ class State:
     lock: threading.RLock = field(default_factory=threading.RLock)
     keep_alive: list[object] = field(default_factory=list)  # send buffers (--send_omit_free)
     passive_opens: int = 0
+    # How far the current event is due behind the script's own clock (errors.TimelineDrift).
+    drift: int = 0
 
     def new_conn(self, proto: int) -> Conn:
         conn = Conn(proto)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from . import protocols as P
 from .config import socket_address
 from .conn import Conn
-from .errors import RuntimeFailure
+from .errors import RuntimeFailure, TimelineDrift
 from .model import Expr, SyscallEvent
 from .state import FdEntry, State
 from .symbols import SYMBOLS, poll_flags
@@ -660,7 +660,21 @@ class Executor:
             if want_sec or want_nsec:
                 live_usecs = self.state.clock.to_script(sec + nsec / 1e9)
                 script_usecs = want_sec * 1000000 + want_nsec // 1000
-                if abs(live_usecs - script_usecs) > self.cfg.tolerance.base(0):
+                off, tolerance, drift = (
+                    live_usecs - script_usecs,
+                    self.cfg.tolerance.base(0),
+                    self.state.drift,
+                )
+                if abs(off) > tolerance and drift > tolerance and -tolerance <= off <= drift:
+                    # The stamp is from when the packet left, and this run fell behind.
+                    raise TimelineDrift(
+                        f"timing error: expected SO_TIMESTAMPING value {script_usecs} but got "
+                        f"{live_usecs}, {off / 1000:+.1f} ms off the script's clock and within "
+                        f"the {drift / 1000:.1f} ms this run's timeline fell behind the "
+                        "script's (the machine stalled)",
+                        drift,
+                    )
+                if abs(off) > tolerance:
                     raise RuntimeFailure(
                         f"Bad timestamp in scm_timestamping {index}: "
                         f"expected={script_usecs} actual={live_usecs}"

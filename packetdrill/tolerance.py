@@ -287,7 +287,7 @@ def verdict_of_lateness(late_usecs: int) -> str:
 # same stall, seen in the kernel's clock.
 _ENGINE_EVENT = re.compile(
     r"timing error: expected (inbound packet|system call start|command|"
-    r"data collection for code|TCP timestamp value) "
+    r"data collection for code|TCP timestamp value|SO_TIMESTAMPING value) "
 )
 
 

@@ -121,6 +121,9 @@ def markdown(records: list[Record], wall: float, before: Score | None = None) ->
             f"{control.run_seconds:.0f} s. Campaign wall time {wall:.0f} s."
         )
         lines.append("")
+        if control.changed:
+            lines += ["Flaky on the control (failed once, passed alone; they kill nothing here):",
+                      *(f"- {line}" for line in control.changed), ""]  # fmt: skip
     if control is not None:
         older = [r.name for r in records if r.name != CONTROL and r.suite != control.suite]
         if older:

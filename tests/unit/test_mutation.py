@@ -133,6 +133,7 @@ class FakeKernels:
         self.built: list[str] = []
         self.runs: list[tuple[str, list[str]]] = []
         self.control = GOOD
+        self.control_fails_once = False
 
     def build(self, request: BuildRequest) -> BuiltKernel:
         name = request.result_name()
@@ -152,6 +153,8 @@ class FakeKernels:
         elif "crasher" in built.name:
             run.results = [GOOD[0]]
             run.problem = Crash("Kernel panic - not syncing", "RIP: tcp_ack")
+        elif built.name.endswith("control") and self.control_fails_once and tests == ["t::a"]:
+            run.results = [GOOD[0]]  # the re-run of the one failed test, alone
         else:
             run.results = list(self.control if built.name.endswith("control") else GOOD)
         return run
@@ -223,6 +226,19 @@ def test_an_unclean_control_stops_the_campaign(tmp_path: Path) -> None:
     with pytest.raises(Stop, match=r"(?s)control .* is not clean.*t::a: fail"):
         run_campaign(_campaign(tmp_path, fake, ["tcp-1-killer"]))
     assert fake.built == ["mutant-control"]
+
+
+def test_a_control_test_that_passes_alone_is_flaky_and_kills_nothing(tmp_path: Path) -> None:
+    """One timing hiccup on the control does not void a campaign, and the test it hit cannot
+    kill: it stays a failure in the baseline, named in the report."""
+    fake = FakeKernels(tmp_path)
+    fake.control = [TestResult("t::a", "fail", "timing"), GOOD[1]]
+    fake.control_fails_once = True
+    records = run_campaign(_campaign(tmp_path, fake, ["tcp-1-killer"]))
+    assert ("mutant-control", ["t::a"]) in fake.runs
+    assert [r.outcome for r in records] == ["control", "survived"]
+    assert records[0].changed == ["t::a: failed, passed its re-run: cannot kill"]
+    assert "Flaky on the control" in write(records, tmp_path / "out", 60.0)[0].read_text()
 
 
 def test_an_explained_survivor_is_not_counted(tmp_path: Path) -> None:

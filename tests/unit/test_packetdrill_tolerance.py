@@ -443,3 +443,33 @@ def test_a_timestamp_off_by_the_runs_drift_is_not_checkable_a_wrong_one_fails(
     if verdict == "not-checkable":
         assert "this run's timeline fell" in result.message
         assert "the engine itself acted late" in record.summary()
+
+
+TIMELINE = Path(__file__).parents[1] / "packetdrill" / "tcp" / "timestamping-timeline.pkt"
+
+
+@pytest.mark.parametrize(
+    "scm_nsec, verdict",
+    [
+        ("250000000", "not-checkable"),  # the send's stamp, late by the run's drift
+        ("150000000", "failed"),  # 100 ms before the script's time: no drift explains it
+    ],
+)
+def test_a_so_timestamping_value_late_by_the_runs_drift_is_not_checkable(
+    tmp_path: Path, scm_nsec: str, verdict: str
+) -> None:
+    """SO_TIMESTAMPING values are absolute script times: one that trails the script's clock
+    by no more than the run fell behind is the machine's lateness; any other is the kernel's."""
+    text = TIMELINE.read_text().replace(
+        "`../defaults.sh`", f"`{TIMELINE.parent.parent}/defaults.sh`"
+    )
+    text = text.replace(
+        " +.01 < . 1:1(0) ack 8001", "   +0 `sleep 0.08`\n +.01 < . 1:1(0) ack 8001", 1
+    ).replace("scm_nsec=250000000", f"scm_nsec={scm_nsec}")
+    script = tmp_path / "timeline.pkt"
+    script.write_text(text)
+    result = run_isolated(Backend("builtin"), str(script), [])
+    assert not result.passed
+    record = judge_run(result, result.tolerance)
+    assert record.verdict == verdict, result.message
+    assert ("SO_TIMESTAMPING value" in result.message) == (verdict == "not-checkable")
