@@ -11,14 +11,13 @@ broken variant (a strict xfail). The run uses the project's own pytest configura
 import html
 import json
 import re
-import shutil
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMEDRIVER = "/usr/bin/chromedriver"
 
 SHORT = """\
     0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
@@ -96,51 +95,24 @@ def test_the_environment_names_the_engine_its_tolerance_and_the_slack_it_ran_wit
     assert "<svg" in plot and 'id="nr-legend"' in plot and "expected (line 10)" in plot
 
 
-def _chromium_missing() -> str | None:
-    if shutil.which("chromium") is None or not Path(CHROMEDRIVER).exists():
-        return "needs Debian's chromium and chromium-driver: run scripts/setup --browser"
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "needs selenium in the virtualenv: run scripts/setup"
-    return None
-
-
 def test_in_chromium_the_failure_and_its_plot_come_first_and_broken_variants_are_folded(
-    report: Path, tmp_path: Path
+    chromium: Any, report: Path
 ) -> None:
-    missing = _chromium_missing()
-    if missing:
-        pytest.skip(missing)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
-    options = webdriver.ChromeOptions()
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--window-size=1200,1600",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        driver.get(report.as_uri())
-        rows = driver.find_elements(By.CSS_SELECTOR, "#results-table tbody.results-table-row")
-        assert [row.get_attribute("class").split()[-1] for row in rows] == [
-            "failed",
-            "xfailed",
-            "passed",
-        ]
-        failed, xfailed, _ = rows
-        assert failed.find_element(By.CSS_SELECTOR, ".extras-row").is_displayed()
-        plot = failed.find_element(By.CSS_SELECTOR, ".extraHTML .nr-plot svg")
-        log = failed.find_element(By.CSS_SELECTOR, ".log")
-        assert plot.is_displayed() and plot.location["y"] < log.location["y"]
-        assert not xfailed.find_element(By.CSS_SELECTOR, ".extras-row").is_displayed()
-        environment = driver.find_element(By.ID, "environment").text
-        assert "packetdrill engine" in environment and "KSFT_MACHINE_SLOW" in environment
-    finally:
-        driver.quit()
+    driver = chromium
+    driver.get(report.as_uri())
+    rows = driver.find_elements(By.CSS_SELECTOR, "#results-table tbody.results-table-row")
+    assert [row.get_attribute("class").split()[-1] for row in rows] == [
+        "failed",
+        "xfailed",
+        "passed",
+    ]
+    failed, xfailed, _ = rows
+    assert failed.find_element(By.CSS_SELECTOR, ".extras-row").is_displayed()
+    plot = failed.find_element(By.CSS_SELECTOR, ".extraHTML .nr-plot svg")
+    log = failed.find_element(By.CSS_SELECTOR, ".log")
+    assert plot.is_displayed() and plot.location["y"] < log.location["y"]
+    assert not xfailed.find_element(By.CSS_SELECTOR, ".extras-row").is_displayed()
+    environment = driver.find_element(By.ID, "environment").text
+    assert "packetdrill engine" in environment and "KSFT_MACHINE_SLOW" in environment
