@@ -8,6 +8,7 @@ half its real length (a real failure with a real pcap), and a Python case with a
 broken variant (a strict xfail). The run uses the project's own pytest configuration.
 """
 
+import hashlib
 import html
 import json
 import re
@@ -116,3 +117,25 @@ def test_in_chromium_the_failure_and_its_plot_come_first_and_broken_variants_are
     assert not xfailed.find_element(By.CSS_SELECTOR, ".extras-row").is_displayed()
     environment = driver.find_element(By.ID, "environment").text
     assert "packetdrill engine" in environment and "KSFT_MACHINE_SLOW" in environment
+
+
+def test_an_upstream_binary_is_named_with_its_digest_and_a_forced_slack_with_its_source(
+    pytester: pytest.Pytester,
+) -> None:
+    """packetdrill has no version of its own: the binary's sha256 tells two builds apart."""
+    binary = pytester.path / "packetdrill"
+    binary.write_bytes(b"#!/bin/sh\nexit 1\n")
+    binary.chmod(0o755)
+    pytester.makefile(".pkt", **{"short-v4": SHORT})
+    page = pytester.path / "report.html"
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--collect-only", f"--packetdrill={binary}",
+        "--tolerance-scale=3", f"--html={page}",
+    )  # fmt: skip
+    assert result.ret == 0
+    env = _data(page)["environment"]
+    assert isinstance(env, dict)
+    digest = hashlib.sha256(binary.read_bytes()).hexdigest()[:16]
+    assert env["packetdrill engine"] == f"upstream binary {binary} (sha256 {digest}…)"
+    assert "late-side timing slack +8.0 ms (--tolerance-scale=3)" in env["packetdrill timing"]
+    assert "packetdrill slack used" not in env  # no script ran
