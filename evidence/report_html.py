@@ -1,14 +1,25 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""pytest-html integration: a failed item's report row carries its evidence.
+"""pytest-html integration: a failed item's report row carries its evidence, and the
+environment table says how the packetdrill scripts were run and judged.
 
 With ``--html=report.html`` (pytest-html), every failed item gets, besides pytest's failure
 text (for a ``.pkt`` item: the script line, expected and actual packet), links to its pcaps
 and counter snapshots and a time-sequence plot of each pcap with the script's expected
-packets overlaid (:mod:`evidence.page`). Host runs find the evidence in the item's artifact
-folder; ``pytest --kernel`` runs in the guest's folder for the test, which the replayed report
-names in its ``artifacts`` user property. Without ``--html`` nothing is registered.
+packets overlaid (:mod:`evidence.page`), above the failure text. Host runs find the evidence in
+the item's artifact folder; ``pytest --kernel`` runs in the guest's folder for the test, which
+the replayed report names in its ``artifacts`` user property. Without ``--html`` nothing is
+registered.
+
+The page opens on what needs a person: pytest-html sorts errors and failures first, and the
+project's configuration (``render_collapsed`` in pyproject.toml) folds the expected failures,
+every broken variant proving its oracle, next to the passes. The environment table (pytest-
+metadata's, which pytest-html shows) names the packetdrill engine and its version, the timing
+tolerance, the late-side slack the scripts actually ran with (measured per process, so known
+only at the end), and ``KSFT_MACHINE_SLOW`` when the run has it: a timing verdict means
+nothing without them.
 """
 
+import os
 from collections.abc import Generator
 from pathlib import Path
 
@@ -16,15 +27,20 @@ import pytest
 
 from evidence.page import evidence_html
 from netns.pytest_plugin import artifact_dir
+from packetdrill.pytest_plugin import environment, slack_used
 
 ARTIFACTS_PROPERTY = "artifacts"
+MACHINE_SLOW = "KSFT_MACHINE_SLOW"  # kselftest's "timing cannot be judged here"
+SLACK_USED = "packetdrill slack used"
 
 
 class EvidenceExtras:
     """Adds the evidence to failed reports; `page_dir` is the report's folder (for links)."""
 
-    def __init__(self, page_dir: Path) -> None:
+    def __init__(self, page_dir: Path, environment: dict[str, object]) -> None:
         self.page_dir = page_dir
+        self.environment = environment  # pytest-metadata's table, which pytest-html shows
+        self.reports: list[pytest.TestReport] = []
 
     def attach(self, report: pytest.TestReport, folder: Path) -> None:
         fragment = evidence_html(folder, report.longreprtext, self.page_dir)
@@ -46,15 +62,33 @@ class EvidenceExtras:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """A report replayed from a guest (``--kernel``): evidence from the guest's folder."""
+        """A report replayed from a guest (``--kernel``): evidence from the guest's folder.
+        Every report: the timing record it carries (from an xdist worker or a guest too)."""
+        self.reports.append(report)
         guest = dict(report.user_properties).get(ARTIFACTS_PROPERTY)
         if report.failed and guest and not getattr(report, "extras", None):
             self.attach(report, Path(str(guest)))
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self) -> None:
+        """Before pytest-html writes the page (its hook runs last): the slack is known now.
+        pytest-html shows the table it was handed at the session's start, this same dict."""
+        used = slack_used(self.reports)
+        if used:
+            self.environment[SLACK_USED] = used
 
+
+@pytest.hookimpl(trylast=True)  # after pytest-metadata made its table and packetdrill its setup
 def pytest_configure(config: pytest.Config) -> None:
     html_path = getattr(config.option, "htmlpath", None)
-    if html_path:
-        config.pluginmanager.register(
-            EvidenceExtras(Path(html_path).resolve().parent), "netregress-evidence-extras"
-        )
+    if not html_path:
+        return
+    from pytest_metadata.plugin import metadata_key
+
+    table: dict[str, object] = config.stash[metadata_key]
+    table.update(environment(config))
+    if MACHINE_SLOW in os.environ:
+        table[MACHINE_SLOW] = os.environ[MACHINE_SLOW]
+    config.pluginmanager.register(
+        EvidenceExtras(Path(html_path).resolve().parent, table), "netregress-evidence-extras"
+    )

@@ -15,7 +15,7 @@ explanations read well) and the pytest plugin explains comparisons of packets wi
 """
 
 import reprlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
@@ -77,7 +77,14 @@ def _count(packets: list[Packet]) -> str:
 
 
 class Packets(list[Packet]):
-    """Captured packets: a plain list, whose repr shows each packet as its :func:`line`."""
+    """Captured packets: a plain list, whose repr shows each packet as its :func:`line`.
+
+    :meth:`where` filters them into another :class:`Packets`: a list comprehension would give
+    a plain list, and a failing ``assert len(requests) == 2`` would print scapy's repr of each.
+    """
+
+    def where(self, predicate: Callable[[Packet], bool]) -> "Packets":
+        return Packets(pkt for pkt in self if predicate(pkt))
 
     def __repr__(self) -> str:
         return f"<{_count(self)}: {'; '.join(lines(self))}>" if self else "[]"

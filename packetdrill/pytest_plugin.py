@@ -23,8 +23,10 @@ xfail saying timing is not checkable on this machine (docs/timing-tolerance.md).
 """
 
 import contextlib
+import hashlib
+import importlib.metadata
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,8 @@ from .lexer import KEYWORDS
 from .loader import CliOptions, load_script, read_script
 from .result import RunResult
 from .tolerance import (
+    DEFAULT_PERCENT,
+    DEFAULT_USECS,
     LATE_BOUND_USECS,
     TIMING_PROPERTY,
     TimingRecord,
@@ -232,19 +236,68 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def _engine_line(config: pytest.Config) -> str:
+    return f"packetdrill: {_engine_name(config)} engine; {_slack_words(config)}"
+
+
+def _engine_name(config: pytest.Config) -> str:
     backend = config.stash[_BACKEND_KEY]
-    name = backend.name if backend.name == "builtin" else f"upstream {backend.binary}"
-    bound = f"bound +{LATE_BOUND_USECS / 1000:.0f} ms"
+    return backend.name if backend.name == "builtin" else f"upstream {backend.binary}"
+
+
+def _slack_words(config: pytest.Config) -> str:
+    """The late-side slack as the session knows it before any script ran."""
     if vm_kernel(config):
-        return f"packetdrill: {name} engine; timing calibrated inside the VM guest"
+        return "timing calibrated inside the VM guest"
+    bound = f"bound +{LATE_BOUND_USECS / 1000:.0f} ms"
     slack = config.stash[SLACK_KEY]
     if slack.forced is None:
-        return f"packetdrill: {name} engine; late-side timing slack {slack.why}; {bound}"
+        return f"late-side timing slack {slack.why}; {bound}"
     usecs = slack.forced.late_slack_usecs
-    return (
-        f"packetdrill: {name} engine; late-side timing slack +{usecs / 1000:.1f} ms "
-        f"({slack.why}); {bound}"
+    return f"late-side timing slack +{usecs / 1000:.1f} ms ({slack.why}); {bound}"
+
+
+def environment(config: pytest.Config) -> dict[str, str]:
+    """What a report's environment table says about this session's scripts: which engine
+    runs them (its version: netregress's for ours, the binary's digest for upstream's, which
+    has no version of its own), the timing tolerance they are judged by, and the options every
+    script got. The slack a calibration measured is known only once scripts ran:
+    :func:`slack_used`."""
+    backend = config.stash[_BACKEND_KEY]
+    if backend.name == "builtin":
+        version = f"builtin, netregress {_netregress_version()}"
+    else:
+        digest = hashlib.sha256(Path(backend.binary).read_bytes()).hexdigest()[:16]
+        version = f"upstream binary {backend.binary} (sha256 {digest}…)"
+    options = config.stash[_OPTIONS_KEY]
+    base = (
+        f"{options.tolerance_usecs} us (--pkt-tolerance-usecs)"
+        if options.tolerance_usecs is not None
+        else f"{DEFAULT_USECS} us or {DEFAULT_PERCENT:g}% of the gap (packetdrill's default; "
+        "a script's own --tolerance_usecs line wins)"
     )
+    facts = {
+        "packetdrill engine": version,
+        "packetdrill timing": f"base tolerance {base}; {_slack_words(config)}",
+    }
+    facts.update(("packetdrill options", line.split(": ", 1)[1]) for line in _options_line(options))
+    return facts
+
+
+def _netregress_version() -> str:
+    try:
+        return importlib.metadata.version("netregress")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
+def slack_used(reports: Iterable[pytest.TestReport]) -> str:
+    """The late-side slacks the items of *reports* ran with, each once (``+0.2 ms
+    (calibrated)``; a session of xdist workers can have one per worker), or "" for none."""
+    records = [
+        record for rep in reports if rep.when == "call" and (record := timing_of(rep)) is not None
+    ]
+    slacks = sorted({(r.tolerance.late_slack_usecs, r.tolerance.slack_from) for r in records})
+    return ", ".join(f"+{usecs / 1000:.1f} ms ({source})" for usecs, source in slacks)
 
 
 def _options_line(options: ScriptOptions) -> list[str]:
@@ -281,20 +334,14 @@ def pytest_report_teststatus(
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The late slack the scripts ran with (measured when first needed, so it is known only
     now), then passes that relied on it, each with how late it was."""
-    records = [
-        record
+    used = slack_used(
+        rep
         for reports in terminalreporter.stats.values()
         for rep in reports
         if isinstance(rep, pytest.TestReport)
-        and rep.when == "call"
-        and (record := timing_of(rep)) is not None
-    ]
-    slacks = sorted({(r.tolerance.late_slack_usecs, r.tolerance.slack_from) for r in records})
-    if slacks:
-        terminalreporter.write_line(
-            "packetdrill: late-side slack used "
-            + ", ".join(f"+{usecs / 1000:.1f} ms ({source})" for usecs, source in slacks)
-        )
+    )
+    if used:
+        terminalreporter.write_line(f"packetdrill: late-side slack used {used}")
     widened = [
         (rep.nodeid, record)
         for rep in terminalreporter.stats.get("passed", [])

@@ -99,8 +99,8 @@ def test_c04_ipip_reply_needs_underlay_nexthop(topology, gateway: str, onlink: b
     net = topology(calico_ipip(gateway, onlink_112=onlink))
     with net["h112"].capture("eth0", "ip proto 4") as cap:
         replied = ping(net["h110"], POD112, count=2, wait=1)
-    requests = [p for p in cap.packets if p[IP].src == H110]
-    from_112 = [p for p in cap.packets if p[IP].src == H112]
+    requests = cap.packets.where(lambda p: p[IP].src == H110)
+    from_112 = cap.packets.where(lambda p: p[IP].src == H112)
     assert len(requests) == 2  # the requests always arrive encapsulated
     assert replied
     assert len(from_112) == 2

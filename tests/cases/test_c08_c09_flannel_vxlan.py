@@ -39,6 +39,7 @@ from scapy.layers.vxlan import VXLAN
 from scapy.packet import bind_layers
 
 from netns import counters
+from netns.packet_lines import Packets
 from netns.topology import Network, Topology, Vxlan, shapes
 from netns.traffic import TcpEchoServer, inject_frames, ping, poll_until, tcp_echo
 from netns.variants import broken
@@ -66,8 +67,8 @@ def _learning(topo: Topology) -> Topology:
     return replace(topo, name=topo.name + "_learning", links=links)
 
 
-def _echo(pkts: list, icmp_type: int) -> list:
-    return [p for p in pkts if ICMP in p and p[ICMP].type == icmp_type]
+def _echo(pkts: Packets, icmp_type: int) -> Packets:
+    return pkts.where(lambda p: ICMP in p and p[ICMP].type == icmp_type)
 
 
 @pytest.mark.parametrize(
@@ -102,7 +103,7 @@ def test_c08_outer_header_is_udp_8472_vni_1_between_vteps(topology, port: int) -
     flannel = topology(shapes.flannel_vxlan(port=port))
     with flannel["sw"].capture("u3", f"udp port {shapes.FLANNEL_PORT}") as wire:
         assert ping(flannel["pod3"], POD4, count=1)
-    outbound = [p for p in wire.packets if VXLAN in p and p[IP].src == shapes.underlay_ip(3)]
+    outbound = wire.packets.where(lambda p: VXLAN in p and p[IP].src == shapes.underlay_ip(3))
     assert outbound, f"no VXLAN packet from h3 on the underlay: {wire.packets}"
     for pkt in outbound:
         assert pkt[UDP].dport == shapes.FLANNEL_PORT
@@ -129,7 +130,7 @@ def test_c08_syn_mss_is_1410_and_tcp_works(topology, pod_mtu: int) -> None:
         flannel["pod4"].capture("eth0", "tcp[tcpflags] & tcp-syn != 0") as cap,
     ):
         assert tcp_echo(flannel["pod3"], POD4, 8080).ok
-    syns = [p for p in cap.packets if TCP in p]
+    syns = cap.packets.where(lambda p: TCP in p)
     mss = {(p[IP].src, dict(p[TCP].options).get("MSS")) for p in syns}
     assert mss == {(POD3, shapes.FLANNEL_MTU - 40), (POD4, shapes.FLANNEL_MTU - 40)}
 

@@ -98,6 +98,6 @@ def test_c25_route_mtu_metric_limits_forwarding(topology, route_mtu: int) -> Non
             ["ping", "-n", "-M", "do", "-s", "1372", "-c", "1", "-W", "1", SERVER], check=False
         )
         cap.wait_for(lambda p: ICMP in p and p[ICMP].type in (0, 3), timeout=2)
-    replies = [p for p in cap.packets if ICMP in p and p[ICMP].type == 0]
+    replies = cap.packets.where(lambda p: ICMP in p and p[ICMP].type == 0)
     assert _unreachables(cap.packets) == [(ROUTER_IN, 4, 1300)]
     assert replies == []

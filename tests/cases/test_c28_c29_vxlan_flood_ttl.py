@@ -28,9 +28,9 @@ h1's FDB holds no entry for h2's MAC. The broken variant creates h1's device wit
 
 import pytest
 from scapy.layers.inet import IP, UDP
-from scapy.packet import Packet
 
 from netns import Namespace
+from netns.packet_lines import Packets
 from netns.topology import shapes
 from netns.traffic import ping
 from netns.variants import broken
@@ -54,8 +54,8 @@ def flood_to(host: Namespace, remote: str) -> None:
     host.run(["bridge", "fdb", "append", "00:00:00:00:00:00", "dev", "vx0", "dst", remote])
 
 
-def _encapsulated(packets: list[Packet]) -> list[Packet]:
-    return [p for p in packets if UDP in p and p[UDP].dport == PORT]
+def _encapsulated(packets: Packets) -> Packets:
+    return packets.where(lambda p: UDP in p and p[UDP].dport == PORT)
 
 
 @pytest.mark.parametrize(

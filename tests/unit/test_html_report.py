@@ -11,10 +11,10 @@ it), and the plot shows the expected box well right of the actual segment: a rea
 import html
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +22,6 @@ REPO = Path(__file__).resolve().parents[2]
 CASE = REPO / "tests/cases/packetdrill/c02-cork-two-writes.pkt"
 ON_TIME = "   +0 > P. 1:347(346) ack 1\n"
 BROKEN = "  +.5 > P. 1:301(300) ack 1\n"  # 300 bytes, half a second later
-CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
 def broken_c02(folder: Path) -> tuple[Path, int]:
@@ -79,24 +78,9 @@ def test_host_run_report_shows_message_pcap_and_overlaid_plot(
     assert page.count("<path") > 10
 
 
-def _chromium_missing() -> str | None:
-    if shutil.which("chromium") is None or not Path(CHROMEDRIVER).exists():
-        return "needs Debian's chromium and chromium-driver: run scripts/setup --browser"
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "needs selenium in the virtualenv: run scripts/setup"
-    return None
-
-
 def test_matrix_html_drill_down_in_chromium(
-    tmp_path: Path, pytestconfig: pytest.Config, opted_in: None
+    chromium: Any, tmp_path: Path, pytestconfig: pytest.Config, opted_in: None
 ) -> None:
-    missing = _chromium_missing()
-    if missing:
-        pytest.skip(missing)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
     script, line = broken_c02(tmp_path)
@@ -119,40 +103,28 @@ def test_matrix_html_drill_down_in_chromium(
         timeout=600,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the failing cell
-    options = webdriver.ChromeOptions()
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--window-size=1200,1300",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        driver.get((out / "matrix.html").as_uri())
-        detail = driver.find_element(By.CSS_SELECTOR, "section.detail")
-        assert not detail.is_displayed()
-        driver.find_element(By.CSS_SELECTOR, "td.v-fail a").click()
-        assert detail.is_displayed()
-        message = detail.find_element(By.CSS_SELECTOR, "pre.message").text
-        assert f"c02-broken.pkt:{line}: error handling packet: live packet payload" in message
-        plot = detail.find_element(By.CSS_SELECTOR, ".nr-plot svg")
-        assert plot.size["width"] > 200 and plot.size["height"] > 100
-        assert len(plot.find_elements(By.CSS_SELECTOR, "path")) > 10
-        assert f"expected (line {line})" in plot.get_attribute("innerHTML")
-        box = driver.find_element(By.ID, "filter")
-        row = driver.find_element(By.CSS_SELECTOR, "#grid tbody tr")
-        box.send_keys("c02 nosuchword")
-        assert not row.is_displayed()
-        box.clear()
-        box.send_keys("c02 FAIL")
-        assert row.is_displayed()
-        shots = pytestconfig.rootpath / "artifacts" / "screenshots"
-        shots.mkdir(parents=True, exist_ok=True)
-        assert driver.save_screenshot(str(shots / "matrix-drill-down.png"))
-    finally:
-        driver.quit()
+    driver = chromium
+    driver.get((out / "matrix.html").as_uri())
+    detail = driver.find_element(By.CSS_SELECTOR, "section.detail")
+    assert not detail.is_displayed()
+    driver.find_element(By.CSS_SELECTOR, "td.v-fail a").click()
+    assert detail.is_displayed()
+    message = detail.find_element(By.CSS_SELECTOR, "pre.message").text
+    assert f"c02-broken.pkt:{line}: error handling packet: live packet payload" in message
+    plot = detail.find_element(By.CSS_SELECTOR, ".nr-plot svg")
+    assert plot.size["width"] > 200 and plot.size["height"] > 100
+    assert len(plot.find_elements(By.CSS_SELECTOR, "path")) > 10
+    assert f"expected (line {line})" in plot.get_attribute("innerHTML")
+    box = driver.find_element(By.ID, "filter")
+    row = driver.find_element(By.CSS_SELECTOR, "#grid tbody tr")
+    box.send_keys("c02 nosuchword")
+    assert not row.is_displayed()
+    box.clear()
+    box.send_keys("c02 FAIL")
+    assert row.is_displayed()
+    shots = pytestconfig.rootpath / "artifacts" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    assert driver.save_screenshot(str(shots / "matrix-drill-down.png"))
 
 
 def _engine_pcap(script: Path, pcap: Path) -> Path:

@@ -88,3 +88,28 @@ def test_a_comparison_lists_every_packet_and_the_other_side() -> None:
     assert explain("==", [1, 2], []) is None
     assert repr(pkts) == f"<1 packet: IP {A} > {B}: ICMP echo request, id 7, seq 1, length 64>"
     assert repr(Packets()) == "[]"
+
+
+def test_filtered_captures_stay_lines_in_a_failing_assert(pytester: pytest.Pytester) -> None:
+    """A case filters what it captured and asserts on how many: pytest's "where" names the
+    filtered packets as tcpdump lines, not as scapy's repr of every field."""
+    pytester.makepyfile(
+        test_count=f"""
+        from scapy.layers.inet import ICMP, IP
+        from scapy.layers.l2 import Ether
+        from scapy.packet import Raw
+        from netns.packet_lines import Packets
+
+        def test_two_requests():
+            frame = Ether() / IP(src="{A}", dst="{B}") / ICMP(id=7, seq=1) / Raw(b"x" * 56)
+            captured = Packets([Ether(bytes(frame))])
+            requests = captured.where(lambda p: p[IP].src == "{A}")
+            assert len(requests) == 2
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"*where 1 = len(<1 packet: IP {A} > {B}: ICMP echo request, id 7, seq 1, length 64>)"]
+    )
+    assert "<Ether" not in result.stdout.str()
