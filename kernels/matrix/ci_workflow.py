@@ -61,11 +61,10 @@ def _dump(engine: str, count: int, document: Mapping[str, object], note: str = "
     return _HEADER.format(engine=engine, count=count) + note + body
 
 
-_GITHUB_VENV_CACHE = {
-    "name": "Cache the virtualenv", "uses": "actions/cache@v4",
-    "with": {"path": ".venv",
-             "key": "venv-debian12-${{ hashFiles('requirements.lock', 'pyproject.toml') }}"},
-}  # fmt: skip
+def _github_venv_cache() -> dict[str, object]:
+    return {"name": "Cache the virtualenv", "uses": "actions/cache@v4",
+            "with": {"path": ".venv",
+                     "key": "venv-debian12-${{ hashFiles('requirements.lock', 'pyproject.toml') }}"}}  # fmt: skip
 
 
 def _github_caches(shard: str) -> list[dict[str, object]]:
@@ -82,7 +81,7 @@ def _github_caches(shard: str) -> list[dict[str, object]]:
         {"name": "Cache virtiofsd (built once by scripts/setup-vm)", "uses": "actions/cache@v4",
          "with": {"path": "~/.cargo/bin/virtiofsd",
                   "key": "virtiofsd-debian12-${{ hashFiles('scripts/setup-vm') }}"}},
-        _GITHUB_VENV_CACHE,
+        _github_venv_cache(),
         # Each run saves its own entry and restores the newest: a new Debian kernel release
         # is downloaded once, then cached.
         {"name": "Cache the downloaded kernels", "uses": "actions/cache@v4",
@@ -126,7 +125,7 @@ def github(kernels: list[str], count: int, selection: list[str]) -> str:
         "permissions": {"contents": "read", "checks": "write"},
         "steps": [
             {"uses": "actions/checkout@v4"},
-            dict(_GITHUB_VENV_CACHE),
+            _github_venv_cache(),
             {"name": "Install", "run": "scripts/setup"},
             {"uses": "actions/download-artifact@v4",
              "with": {"pattern": "matrix-shard-*", "path": SHARDS_DIR}},
@@ -164,8 +163,11 @@ def gitlab(kernels: list[str], count: int, selection: list[str]) -> str:
     (XDG_CACHE_HOME) and cargo's virtiofsd (CARGO_HOME) there; `interruptible` lets GitLab's
     "auto-cancel redundant pipelines" stop an old pipeline when a new push arrives.
     """
-    venv_cache = {"key": {"files": ["requirements.lock", "pyproject.toml"], "prefix": "venv"},
-                  "paths": [".venv/"]}  # fmt: skip
+
+    def venv_cache() -> dict[str, object]:
+        return {"key": {"files": ["requirements.lock", "pyproject.toml"], "prefix": "venv"},
+                "paths": [".venv/"]}  # fmt: skip
+
     document = {
         "stages": ["matrix", "report"],
         "variables": {
@@ -179,7 +181,7 @@ def gitlab(kernels: list[str], count: int, selection: list[str]) -> str:
             "interruptible": True,
             "parallel": {"matrix": [{"SHARD": [str(i) for i in range(1, count + 1)]}]},
             "cache": [
-                venv_cache,
+                venv_cache(),
                 {"key": {"files": ["scripts/setup-vm"], "prefix": "virtiofsd"},
                  "paths": [".cargo/bin/virtiofsd"]},
                 {"key": "kernels-$SHARD", "paths": [".cache/netregress/kernels/debian/",
@@ -194,7 +196,7 @@ def gitlab(kernels: list[str], count: int, selection: list[str]) -> str:
             "timeout": "20m",
             "interruptible": True,
             "when": "always",
-            "cache": {**venv_cache, "policy": "pull"},
+            "cache": {**venv_cache(), "policy": "pull"},
             "script": ["scripts/setup", _merge_command()],
             "artifacts": {
                 "when": "always",
