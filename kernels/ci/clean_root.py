@@ -85,7 +85,10 @@ def make_root(root: Path) -> None:
         raise KernelsError("mmdebstrap is missing: apt-get install mmdebstrap")
     if root.exists():
         shutil.rmtree(root)
-    mirrors = [f"deb {MIRROR} {SUITE} {SUITE}-updates main", f"deb {SECURITY} {SUITE}-security main"]
+    mirrors = [
+        f"deb {MIRROR} {SUITE} {SUITE}-updates main",
+        f"deb {SECURITY} {SUITE}-security main",
+    ]
     subprocess.run(["mmdebstrap", "--variant=minbase", "--mode=root", "--quiet", SUITE,
                     str(root), *mirrors], check=True)  # fmt: skip
     apt = root / "etc/apt"
@@ -119,8 +122,14 @@ def mounts_under(root: Path) -> list[str]:
         return [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]
 
 
-def run(workflow: str, job: str, matrix: dict[str, str], root: Path, log: Path,
-        stop_before: str | None = None) -> list[Step]:
+def run(
+    workflow: str,
+    job: str,
+    matrix: dict[str, str],
+    root: Path,
+    log: Path,
+    stop_before: str | None = None,
+) -> list[Step]:
     """Make the root filesystem, then run the job's steps until one fails (or `stop_before`)."""
     if os.geteuid() != 0:
         raise KernelsError("a clean root filesystem needs root (mmdebstrap, chroot): use sudo")

@@ -57,16 +57,20 @@ def _gitlab(args: argparse.Namespace, selection: list[str]) -> int:
         raise KernelsError("--shards must be 1 or more")
     out = _output(args.output, "gitlab")
     result = gitlab_local.run(kernels, args.shards, selection, out)
-    print(f"ci-local gitlab: gitlab-ci-local exited {result.exit_status} "
-          f"after {result.seconds:.0f}s (log: {out / 'gitlab-ci-local.log'})")
+    print(
+        f"ci-local gitlab: gitlab-ci-local exited {result.exit_status} "
+        f"after {result.seconds:.0f}s (log: {out / 'gitlab-ci-local.log'})"
+    )
     for job, took in result.job_times.items():
         print(f"  {job:<24} {took}")
     print(f"  single unsharded run     {result.single_seconds:.0f}s")
     for problem in result.differences:
         print(f"  DIFFERS: {problem}")
     if result.exit_status == 0 and not result.differences:
-        print(f"ci-local gitlab: the merged matrix equals the single run "
-              f"({result.cells} verdicts; {out})")
+        print(
+            f"ci-local gitlab: the merged matrix equals the single run "
+            f"({result.cells} verdicts; {out})"
+        )
         return 0
     return 1
 
@@ -78,8 +82,14 @@ def _github(args: argparse.Namespace, selection: list[str]) -> int:
     (out / "kernel-matrix.yml").write_text(workflow)
     root = out / "root"
     log = out / "steps.log"
-    done = clean_root.run(workflow, "shard", {"shard": "1"}, root, log,
-                          stop_before=clean_root.TEST_STEP if args.setup_only else None)
+    done = clean_root.run(
+        workflow,
+        "shard",
+        {"shard": "1"},
+        root,
+        log,
+        stop_before=clean_root.TEST_STEP if args.setup_only else None,
+    )
     for step in done:
         print(f"  exit {step.exit_status:<3} {step.seconds:7.0f}s  {step.name}")
     left = clean_root.mounts_under(root)
@@ -88,8 +98,10 @@ def _github(args: argparse.Namespace, selection: list[str]) -> int:
     if not args.keep:
         shutil.rmtree(root)
     failed = any(step.exit_status for step in done)
-    print(f"ci-local github: {'a step failed' if failed else 'every step passed'} "
-          f"(log: {log}; workflow: {out / 'kernel-matrix.yml'})")
+    print(
+        f"ci-local github: {'a step failed' if failed else 'every step passed'} "
+        f"(log: {log}; workflow: {out / 'kernel-matrix.yml'})"
+    )
     return 1 if failed else 0
 
 

@@ -9,7 +9,6 @@ paths; verdicts, messages, kernel releases and test names must be equal.
 """
 
 import json
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any

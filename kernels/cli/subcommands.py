@@ -3,7 +3,8 @@
 only (the work is in merge.py, ci_workflow.py and kcidb.py).
 
     scripts/matrix merge [--output DIR] SHARD_DIR...
-    scripts/matrix ci github|gitlab [--shards N] [--kernels A,B] [--catalog FILE] [--output FILE] [SELECTION...]
+    scripts/matrix ci github|gitlab [--shards N] [--kernels A,B] [--catalog FILE] [--output FILE]
+                                    [SELECTION...]
     scripts/matrix export kcidb [--output FILE] [--url URL] DIR
 
 Exit status as for a run: 0 all as expected, 1 a failure, a crash or (merge) a missing or

@@ -62,9 +62,9 @@ def _dump(engine: str, count: int, document: Mapping[str, object], note: str = "
 
 
 def _github_venv_cache() -> dict[str, object]:
+    key = "venv-debian12-${{ hashFiles('requirements.lock', 'pyproject.toml') }}"
     return {"name": "Cache the virtualenv", "uses": "actions/cache@v4",
-            "with": {"path": ".venv",
-                     "key": "venv-debian12-${{ hashFiles('requirements.lock', 'pyproject.toml') }}"}}  # fmt: skip
+            "with": {"path": ".venv", "key": key}}  # fmt: skip
 
 
 def _github_caches(shard: str) -> list[dict[str, object]]:
@@ -159,9 +159,12 @@ def github(kernels: list[str], count: int, selection: list[str]) -> str:
 def gitlab(kernels: list[str], count: int, selection: list[str]) -> str:
     """A GitLab CI pipeline: a parallel:matrix job over the shards, then `merge`.
 
-    GitLab caches only paths inside the project directory, so the jobs keep the kernel cache
-    (XDG_CACHE_HOME) and cargo's virtiofsd (CARGO_HOME) there; `interruptible` lets GitLab's
-    "auto-cancel redundant pipelines" stop an old pipeline when a new push arrives.
+    GitLab caches only paths inside the project directory, so the shard jobs keep the kernel
+    cache (XDG_CACHE_HOME) and cargo's virtiofsd (CARGO_HOME) there, named from the job's
+    working directory (the project directory on every runner) and not from $CI_PROJECT_DIR,
+    which gitlab-ci-local's shell executor sets to a /builds path it does not run in.
+    `interruptible` lets GitLab's "auto-cancel redundant pipelines" stop an old pipeline when a
+    new push arrives.
     """
 
     def venv_cache() -> dict[str, object]:
@@ -170,10 +173,6 @@ def gitlab(kernels: list[str], count: int, selection: list[str]) -> str:
 
     document = {
         "stages": ["matrix", "report"],
-        "variables": {
-            "XDG_CACHE_HOME": "$CI_PROJECT_DIR/.cache",
-            "CARGO_HOME": "$CI_PROJECT_DIR/.cargo",
-        },
         "matrix-shard": {
             "stage": "matrix",
             "image": IMAGE,
@@ -187,6 +186,7 @@ def gitlab(kernels: list[str], count: int, selection: list[str]) -> str:
                 {"key": "kernels-$SHARD", "paths": [".cache/netregress/kernels/debian/",
                                                     ".cache/netregress/kernels/apt/"]},
             ],
+            "before_script": ['export XDG_CACHE_HOME="$PWD/.cache" CARGO_HOME="$PWD/.cargo"'],
             "script": ["scripts/setup --vm", _shard_command(kernels, count, "$SHARD", selection)],
             "artifacts": {"when": "always", "paths": [f"{SHARDS_DIR}/"]},
         },
