@@ -47,6 +47,10 @@ WORKDIR = "/__w/netregress/netregress"
 HOME = "/github/home"
 _ENV = {"HOME": HOME, "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "CI": "true", "GITHUB_ACTIONS": "true", "LANG": "C.UTF-8"}  # fmt: skip
+# Where the machine's own certificate bundle goes when its HTTPS needs one (below).
+HOST_CA = "/etc/ssl/host-ca.crt"
+_CA_VARIABLES = ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+                 "CARGO_HTTP_CAINFO")  # fmt: skip
 # Inside the mount namespace: the mounts, then the chroot (arguments: root, step script).
 _ENTER = """\
 mount -t proc proc "$1/proc"
@@ -95,6 +99,13 @@ def make_root(root: Path) -> None:
     (apt / "sources.list").unlink(missing_ok=True)
     (apt / "sources.list.d/debian.sources").write_text(_SOURCES)
     shutil.copy("/etc/resolv.conf", root / "etc/resolv.conf")
+    bundle = os.environ.get("SSL_CERT_FILE")
+    if bundle and Path(bundle).is_file():
+        # A machine whose HTTPS goes through an intercepting proxy names its certificate bundle
+        # in SSL_CERT_FILE: the steps get it as a runner gets its own network (pip, cargo and
+        # curl trust it through _ENV), outside /etc/ssl/certs, which a step may rebuild.
+        (root / HOST_CA.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(bundle, root / HOST_CA.lstrip("/"))
     (root / HOME.lstrip("/")).mkdir(parents=True)
     work = root / WORKDIR.lstrip("/")
     work.mkdir(parents=True)
@@ -105,7 +116,10 @@ def make_root(root: Path) -> None:
 
 def run_in_root(root: Path, script: str, log: Path) -> int:
     """One step in the root filesystem (a private mount namespace, gone when it ends)."""
-    env = [f"{key}={value}" for key, value in _ENV.items()]
+    variables = dict(_ENV)
+    if (root / HOST_CA.lstrip("/")).is_file():
+        variables.update(dict.fromkeys(_CA_VARIABLES, HOST_CA))
+    env = [f"{key}={value}" for key, value in variables.items()]
     argv = ["unshare", "--mount", "--propagation", "private", "--", "bash", "-ec", _ENTER,
             "enter", str(root), f"cd {WORKDIR}\n{script}", *env]  # fmt: skip
     with log.open("a") as sink:
