@@ -56,8 +56,21 @@ def _merge_command() -> str:
     return f"scripts/matrix merge --output {MERGED_DIR} {SHARDS_DIR}/*"
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (a cache's list of paths) as `|` blocks, as people write them."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
 def _dump(engine: str, count: int, document: Mapping[str, object], note: str = "") -> str:
-    body = yaml.safe_dump(document, sort_keys=False, width=1000, default_flow_style=False)
+    body = yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=1000,
+                     default_flow_style=False)  # fmt: skip
     return _HEADER.format(engine=engine, count=count) + note + body
 
 
