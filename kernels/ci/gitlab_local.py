@@ -29,7 +29,10 @@ from kernels.paths import REPO_ROOT, cache_root
 # Pinned: 4.72.0 is the newest release that runs on Node.js 20 (later ones need Node 22's
 # Set methods and fail at start with "union is not a function").
 GITLAB_CI_LOCAL = "gitlab-ci-local@4.72.0"
-_FINISHED = re.compile(r"^(?P<job>\S.*?) finished in (?P<time>[\d.]+ \w+)$", re.MULTILINE)
+# gitlab-ci-local's line per finished job: `matrix-shard: [1] finished in 3.55 min  FAIL 1`.
+_FINISHED = re.compile(r"^(?P<job>\S.*?) +finished in (?P<time>[\d.]+ \w+)(?P<failed> +FAIL.*)?$",
+                       re.MULTILINE)  # fmt: skip
+_NOT_A_JOB = "parsing and downloads"
 
 
 @dataclass
@@ -42,6 +45,15 @@ class Outcome:
     single_seconds: float
     cells: int
     differences: list[str]
+
+
+def finished_jobs(log: str) -> dict[str, str]:
+    """Each job's (and the pipeline's) time from gitlab-ci-local's output, "(failed)" marked."""
+    return {
+        m["job"]: m["time"] + (" (failed)" if m["failed"] else "")
+        for m in _FINISHED.finditer(log)
+        if m["job"] != _NOT_A_JOB
+    }
 
 
 def _tool() -> Path:
@@ -75,7 +87,7 @@ def run(kernels: list[str], shards: int, selection: list[str], out: Path) -> Out
         proc = subprocess.run([str(binary), "--force-shell-executor", "--shell-isolation"],
                               cwd=work, stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
     seconds = time.monotonic() - started
-    job_times = {m["job"]: m["time"] for m in _FINISHED.finditer(log.read_text())}
+    job_times = finished_jobs(log.read_text())
     single = out / "single"
     started = time.monotonic()
     # This checkout's virtualenv, the clone's code (the clone has no virtualenv of its own).

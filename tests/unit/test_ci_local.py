@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels.ci import clean_root
+from kernels.ci import clean_root, gitlab_local
 from kernels.ci.compare import differences, verdict_count
 from kernels.errors import KernelsError
 from kernels.matrix.ci_workflow import github
@@ -105,3 +105,20 @@ def test_bad_input_is_a_clear_error(argv: list[str], message: str) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith(f"ci-local: {message}"), proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_job_times_are_read_from_gitlab_ci_locals_output() -> None:
+    log = """\
+parsing and downloads finished in 251 ms.
+matrix-shard: [2] finished in 6.25 min
+matrix-shard: [1] > still running...
+matrix-shard: [1] finished in 7.1 min  FAIL 1
+matrix-merge      finished in 30 s
+pipeline finished in 7.65 min
+"""
+    assert gitlab_local.finished_jobs(log) == {
+        "matrix-shard: [2]": "6.25 min",
+        "matrix-shard: [1]": "7.1 min (failed)",
+        "matrix-merge": "30 s",
+        "pipeline": "7.65 min",
+    }
