@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """scripts/ci-local: run the generated CI workflows on this machine, for real (docs/ci.md).
 
-    scripts/ci-local gitlab [--kernels A,B] [--shards N] [--output DIR] [SELECTION...]
+    scripts/ci-local gitlab [--kernels A,B] [--shards N] [--keep] [--output DIR] [SELECTION...]
     scripts/ci-local github [--kernels A] [--setup-only] [--keep] [--output DIR] [SELECTION...]
 
 gitlab: the .gitlab-ci.yml that `scripts/matrix ci gitlab` writes for the selection, run by
@@ -56,7 +56,7 @@ def _gitlab(args: argparse.Namespace, selection: list[str]) -> int:
     if args.shards < 1:
         raise KernelsError("--shards must be 1 or more")
     out = _output(args.output, "gitlab")
-    result = gitlab_local.run(kernels, args.shards, selection, out)
+    result = gitlab_local.run(kernels, args.shards, selection, out, args.keep)
     print(
         f"ci-local gitlab: gitlab-ci-local exited {result.exit_status} "
         f"after {result.seconds:.0f}s (log: {out / 'gitlab-ci-local.log'})"
@@ -124,6 +124,8 @@ def _parser() -> argparse.ArgumentParser:
                             help="stop before the step that runs the tests")  # fmt: skip
     github_cmd.add_argument("--keep", action="store_true",
                             help="keep the root filesystem (OUTPUT/root)")  # fmt: skip
+    gitlab.add_argument("--keep", action="store_true",
+                        help="keep the jobs' copies of the checkout and the caches")  # fmt: skip
     for command in (gitlab, github_cmd):
         command.add_argument("--output", type=Path, metavar="DIR",
                              help="default: a new folder under the netregress cache")  # fmt: skip

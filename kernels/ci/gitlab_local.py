@@ -75,8 +75,10 @@ def _clone(work: Path) -> None:
     subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(work)], check=True)
 
 
-def run(kernels: list[str], shards: int, selection: list[str], out: Path) -> Outcome:
-    """Run the pipeline in `out/pipeline`, the single run into `out/single`, compare."""
+def run(kernels: list[str], shards: int, selection: list[str], out: Path, keep: bool) -> Outcome:
+    """Run the pipeline in `out/pipeline`, the single run into `out/single`, compare; unless
+    `keep`, drop the jobs' copies of the checkout and the caches (a virtualenv each, ~2 GB)
+    and keep the results, the shards and the logs."""
     binary = _tool()
     work = out / "pipeline"
     _clone(work)
@@ -95,6 +97,9 @@ def run(kernels: list[str], shards: int, selection: list[str], out: Path) -> Out
                     "--output", str(single), *selection], cwd=work,
                    env={**os.environ, "PYTHONPATH": str(work)})  # fmt: skip
     single_seconds = time.monotonic() - started
+    if not keep:
+        for bulk in ("builds", "cache"):
+            shutil.rmtree(work / ".gitlab-ci-local" / bulk, ignore_errors=True)
     merged = work / MERGED_DIR
     if not (merged / "matrix.json").is_file() or not (single / "matrix.json").is_file():
         found = [f"no matrix.json in {merged if proc.returncode == 0 else log}"]
