@@ -9,7 +9,8 @@ the HEAD commit exported into the job's working directory; each `run:` step is t
 generated workflow, never retyped, and runs as GitHub runs it in a container: as root, with
 `bash --noprofile --norc -eo pipefail`, in a private mount namespace chrooted into the root
 filesystem (/proc, /sys and /dev mounted, as Docker does for a privileged container). The
-`uses:` steps stand for: checkout (the export), caches (cold: a first run), upload (skipped).
+`uses:` steps stand for: checkout (the export), caches (cold: a first run; or the virtiofsd
+cache warm, with a binary given), upload (skipped).
 """
 
 import os
@@ -51,8 +52,12 @@ _ENV = {"HOME": HOME, "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin
 HOST_CA = "/etc/ssl/host-ca.crt"
 _CA_VARIABLES = ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
                  "CARGO_HTTP_CAINFO")  # fmt: skip
-# Inside the mount namespace: the mounts, then the chroot (arguments: root, step script).
+# Inside the mount namespace: the mounts, then the chroot (arguments: root, step script). The
+# root is bind-mounted on itself first, so that it is a mount point as a container's root is:
+# virtiofsd's sandbox pivots into the shared directory, and pivot_root refuses a root that is
+# a mere chroot directory (QEMU then finds virtiofsd's socket dead: "Connection refused").
 _ENTER = """\
+mount --bind "$1" "$1"
 mount -t proc proc "$1/proc"
 mount -t sysfs sysfs "$1/sys"
 mount --rbind /dev "$1/dev"
@@ -83,8 +88,10 @@ def run_steps(workflow: str, job: str, matrix: dict[str, str]) -> list[tuple[str
     return out
 
 
-def make_root(root: Path) -> None:
-    """A minbase Debian 12, shaped like the debian:12 image, with the checkout in WORKDIR."""
+def make_root(root: Path, virtiofsd: Path | None = None) -> None:
+    """A minbase Debian 12, shaped like the debian:12 image, with the checkout in WORKDIR;
+    `virtiofsd`, when given, is put where the workflow's virtiofsd cache restores it (a run
+    with that cache warm: a binary built on Debian 12, e.g. by an earlier run)."""
     if shutil.which("mmdebstrap") is None:
         raise KernelsError("mmdebstrap is missing: apt-get install mmdebstrap")
     if root.exists():
@@ -112,6 +119,10 @@ def make_root(root: Path) -> None:
     archive = subprocess.run(["git", "-C", str(REPO_ROOT), "archive", "HEAD"], check=True,
                              capture_output=True).stdout  # fmt: skip
     subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
+    if virtiofsd is not None:
+        cached = root / HOME.lstrip("/") / ".cargo/bin/virtiofsd"
+        cached.parent.mkdir(parents=True)
+        shutil.copy2(virtiofsd, cached)
 
 
 def run_in_root(root: Path, script: str, log: Path) -> int:
@@ -143,13 +154,14 @@ def run(
     root: Path,
     log: Path,
     stop_before: str | None = None,
+    virtiofsd: Path | None = None,
 ) -> list[Step]:
     """Make the root filesystem, then run the job's steps until one fails (or `stop_before`)."""
     if os.geteuid() != 0:
         raise KernelsError("a clean root filesystem needs root (mmdebstrap, chroot): use sudo")
     steps = run_steps(workflow, job, matrix)
     started = time.monotonic()
-    make_root(root)
+    make_root(root, virtiofsd)
     done = [Step("make the root filesystem (mmdebstrap, checkout)", time.monotonic() - started, 0)]
     for name, script in steps:
         if name == stop_before:

@@ -2,7 +2,8 @@
 """scripts/ci-local: run the generated CI workflows on this machine, for real (docs/ci.md).
 
     scripts/ci-local gitlab [--kernels A,B] [--shards N] [--keep] [--output DIR] [SELECTION...]
-    scripts/ci-local github [--kernels A] [--setup-only] [--keep] [--output DIR] [SELECTION...]
+    scripts/ci-local github [--kernels A] [--setup-only] [--warm-virtiofsd BINARY] [--keep]
+                            [--output DIR] [SELECTION...]
 
 gitlab: the .gitlab-ci.yml that `scripts/matrix ci gitlab` writes for the selection, run by
 gitlab-ci-local (shell executor, every job in its own copy of the checkout); then one unsharded
@@ -77,6 +78,8 @@ def _gitlab(args: argparse.Namespace, selection: list[str]) -> int:
 
 def _github(args: argparse.Namespace, selection: list[str]) -> int:
     kernels = _kernels(args.kernels or GITHUB_KERNELS)
+    if args.warm_virtiofsd is not None and not args.warm_virtiofsd.is_file():
+        raise KernelsError(f"--warm-virtiofsd: {args.warm_virtiofsd} is no file")
     out = _output(args.output, "github")
     workflow = github(kernels, 1, selection)
     (out / "kernel-matrix.yml").write_text(workflow)
@@ -89,6 +92,7 @@ def _github(args: argparse.Namespace, selection: list[str]) -> int:
         root,
         log,
         stop_before=clean_root.TEST_STEP if args.setup_only else None,
+        virtiofsd=args.warm_virtiofsd,
     )
     for step in done:
         print(f"  exit {step.exit_status:<3} {step.seconds:7.0f}s  {step.name}")
@@ -124,6 +128,9 @@ def _parser() -> argparse.ArgumentParser:
                             help="stop before the step that runs the tests")  # fmt: skip
     github_cmd.add_argument("--keep", action="store_true",
                             help="keep the root filesystem (OUTPUT/root)")  # fmt: skip
+    github_cmd.add_argument("--warm-virtiofsd", type=Path, metavar="BINARY",
+                            help="a virtiofsd built on Debian 12, restored as the workflow's "
+                            "virtiofsd cache would be (default: cold, built in the job)")  # fmt: skip
     gitlab.add_argument("--keep", action="store_true",
                         help="keep the jobs' copies of the checkout and the caches")  # fmt: skip
     for command in (gitlab, github_cmd):
