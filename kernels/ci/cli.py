@@ -129,8 +129,9 @@ def _parser() -> argparse.ArgumentParser:
     github_cmd.add_argument("--keep", action="store_true",
                             help="keep the root filesystem (OUTPUT/root)")  # fmt: skip
     github_cmd.add_argument("--warm-virtiofsd", type=Path, metavar="BINARY",
-                            help="a virtiofsd built on Debian 12, restored as the workflow's "
-                            "virtiofsd cache would be (default: cold, built in the job)")  # fmt: skip
+                            help="a virtiofsd built on Debian 12, restored as the "
+                            "workflow's virtiofsd cache would be (default: cold: built "
+                            "in the job)")  # fmt: skip
     gitlab.add_argument("--keep", action="store_true",
                         help="keep the jobs' copies of the checkout and the caches")  # fmt: skip
     for command in (gitlab, github_cmd):
