@@ -30,6 +30,7 @@ MD = """\
 """
 JUNIT = """<?xml version='1.0' encoding='utf-8'?>
 <testsuite name="netregress on k1" tests="1" failures="0" time="{time}" timestamp="{stamp}">
+  <properties><property name="boot_seconds" value="{boot}" /></properties>
   <testcase classname="tests.cases.test_x" name="test_y[on]" time="{time}">
     <system-out>{out}</system-out>
   </testcase>
@@ -47,7 +48,8 @@ def _write(directory: Path, *, outcome: str = "pass", boot: str = "5.6", time: s
     (directory / "matrix.json").write_text(json.dumps(matrix))
     (directory / "matrix.md").write_text(MD.format(boot=boot, node=NODE, outcome=outcome))
     out = f"{directory}/k1/console.log {outcome}"
-    (directory / "junit-k1.xml").write_text(JUNIT.format(time=time, stamp=stamp, out=out))
+    junit = JUNIT.format(time=time, stamp=stamp, out=out, boot=boot)
+    (directory / "junit-k1.xml").write_text(junit)
     (directory / "ktap-k1.tap").write_text(f"KTAP version 1\n1..1\n{tap}\n")
     (directory / "matrix.html").write_text("<html></html>")
     return directory
