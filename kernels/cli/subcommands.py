@@ -3,7 +3,8 @@
 only (the work is in merge.py, ci_workflow.py and kcidb.py).
 
     scripts/matrix merge [--output DIR] SHARD_DIR...
-    scripts/matrix ci github|gitlab [--shards N] [--catalog FILE] [--output FILE] [SELECTION...]
+    scripts/matrix ci github|gitlab [--shards N] [--kernels A,B] [--catalog FILE] [--output FILE]
+                                    [SELECTION...]
     scripts/matrix export kcidb [--output FILE] [--url URL] DIR
 
 Exit status as for a run: 0 all as expected, 1 a failure, a crash or (merge) a missing or
@@ -70,11 +71,20 @@ def _ci(argv: list[str]) -> int:
         metavar="N",
         help="jobs (default: one per default kernel of the catalog)",
     )
+    parser.add_argument("--kernels", metavar="A,B",
+                        help="catalog names (default: the catalog's default kernels)")  # fmt: skip
     parser.add_argument("--catalog", type=Path, default=DEFAULT_CATALOG, metavar="FILE")
     parser.add_argument("--output", type=Path, metavar="FILE",
                         help="write here instead of standard output")  # fmt: skip
     args, selection = parser.parse_known_args(argv)
-    kernels = [spec.name for spec in select(load_catalog(args.catalog), None)]
+    catalog = load_catalog(args.catalog)
+    wanted = [name.strip() for name in (args.kernels or "").split(",") if name.strip()]
+    unknown = [name for name in wanted if name not in catalog]
+    if unknown:
+        # A runner has none of this machine's kernel images: only catalog names travel.
+        raise KernelsError(f"--kernels: {', '.join(unknown)} not in {args.catalog} "
+                           f"(known: {', '.join(catalog)})")  # fmt: skip
+    kernels = [spec.name for spec in select(catalog, wanted)]
     if not kernels:
         raise KernelsError(f"{args.catalog}: no default kernel to put in a workflow")
     if args.shards < 0:

@@ -155,7 +155,11 @@ def _test(
 def _known(test: dict[str, Any], reason: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The issue (one per distinct reason) and the incident tying this test to it."""
     issue_id = f"{ORIGIN}:known:{hashlib.sha256(reason.encode()).hexdigest()[:16]}"
-    issue = {"id": issue_id, "version": 1, "origin": ORIGIN, "comment": reason}
+    # culprit: a known failure is the kernel's (the tested code), not our test's or harness's;
+    # KCIDB treats an issue that blames no layer as invalid.
+    culprit = {"code": True, "tool": False, "harness": False}
+    issue = {"id": issue_id, "version": 1, "origin": ORIGIN, "comment": reason,
+             "report_subject": reason, "culprit": culprit}  # fmt: skip
     if link := link_of(reason):
         issue["report_url"] = link
     incident = {"id": f"{test['id']}:known", "origin": ORIGIN, "issue_id": issue_id,

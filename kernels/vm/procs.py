@@ -16,6 +16,7 @@ directory of a VM's sockets (removed by the run itself unless it was SIGKILLed).
 
 import shutil
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 from typing import IO
@@ -58,6 +59,12 @@ class Children:
 
 
 _OWNED_DIRS = ("runs", "run")  # cache folders whose entries are named after their run
+# A unix socket's path must fit sun_path: 107 bytes and the NUL. Under a deep cache (a CI job
+# keeps it in its project directory) a VM's sockets would not, and virtiofsd refuses to start;
+# they then go to a short folder of the same kind in the temporary directory.
+_SUN_PATH_MAX = 107
+_LONGEST_SOCKET = "root.sock"  # kernels/vm/qemu.py
+SHORT_RUN_DIR = Path(tempfile.gettempdir()) / "netregress-run"
 
 
 def run_dir(label: str) -> Path:
@@ -67,13 +74,20 @@ def run_dir(label: str) -> Path:
 
 def scratch_dir() -> Path:
     """A new scratch directory (a VM's sockets) owned by this run; the caller removes it."""
-    return cache_dir("run", f"{naming.run_id()}-{uuid.uuid4().hex[:12]}")
+    name = f"{naming.run_id()}-{uuid.uuid4().hex[:12]}"
+    path = cache_dir("run") / name
+    if len(str(path / _LONGEST_SOCKET)) > _SUN_PATH_MAX:
+        path = SHORT_RUN_DIR / name
+    path.mkdir(parents=True)
+    return path
 
 
 def reap_leftovers() -> list[int]:
     """Kill children of dead runs whose pidfile we wrote and drop those runs' directories;
     returns the PIDs killed."""
-    for folder in map(cache_dir, _OWNED_DIRS):
+    for folder in [*map(cache_dir, _OWNED_DIRS), SHORT_RUN_DIR]:
+        if not folder.is_dir():
+            continue
         for name in process.leftovers(p.name for p in folder.iterdir()):
             shutil.rmtree(folder / name, ignore_errors=True)
     return process.reap_records(cache_dir("pids"))

@@ -67,3 +67,45 @@ def test_ci_writes_the_file_it_is_asked_for(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     shards = yaml.safe_load(out.read_text())["matrix-shard"]["parallel"]["matrix"][0]["SHARD"]
     assert shards == [str(i) for i in range(1, 8)]
+
+
+def test_github_hygiene_nightly_cancel_timeouts_caches_report() -> None:
+    workflow = yaml.safe_load(SHIPPED.read_text())
+    assert workflow["on"]["schedule"] == [{"cron": "17 2 * * *"}]
+    assert "workflow_dispatch" in workflow["on"]
+    assert workflow["concurrency"]["cancel-in-progress"] is True
+    shard, merge = workflow["jobs"]["shard"], workflow["jobs"]["merge"]
+    assert shard["timeout-minutes"] and merge["timeout-minutes"]
+    names = [step.get("name", step.get("uses")) for step in shard["steps"]]
+    caches = [i for i, step in enumerate(shard["steps"]) if "actions/cache" in step.get("uses", "")]
+    # zstd first (the cache's compression), the caches before the install that fills them.
+    assert names.index("Install zstd (cache compression)") < caches[0]
+    assert caches[-1] < names.index("Install")
+    paths = " ".join(shard["steps"][i]["with"]["path"] for i in caches)
+    assert "~/.cargo/bin/virtiofsd" in paths and ".venv" in paths
+    assert "~/.cache/netregress/kernels/debian" in paths
+    report = [step for step in merge["steps"] if step.get("name") == "Publish the JUnit report"]
+    action, _, ref = report[0]["uses"].partition("@")
+    assert action == "mikepenz/action-junit-report" and len(ref) == 40  # pinned by commit
+    assert report[0]["with"]["report_paths"] == "matrix/junit-*.xml"
+    assert merge["permissions"]["checks"] == "write"
+
+
+def test_gitlab_caches_inside_the_project_and_is_interruptible() -> None:
+    pipeline = yaml.safe_load(gitlab(["bookworm-6.1", "running"], 2, ["tests/cases"]))
+    shard = pipeline["matrix-shard"]
+    assert shard["before_script"] == [
+        'export XDG_CACHE_HOME="$PWD/.cache" CARGO_HOME="$PWD/.cargo"'
+    ]
+    paths = [path for cache in shard["cache"] for path in cache["paths"]]
+    assert paths == [".venv/", ".cargo/bin/virtiofsd", ".cache/netregress/kernels/debian/",
+                     ".cache/netregress/kernels/apt/"]  # fmt: skip
+    assert pipeline["matrix-merge"]["cache"]["policy"] == "pull"
+    assert shard["interruptible"] and pipeline["matrix-merge"]["interruptible"]
+
+
+def test_ci_kernels_must_be_catalog_names() -> None:
+    argv = [str(REPO_ROOT / "scripts/matrix"), "ci", "gitlab", "--kernels", "running,/boot/x"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "--kernels: /boot/x not in" in proc.stderr and "Traceback" not in proc.stderr

@@ -109,6 +109,9 @@ def test_a_proven_oracle_is_a_pass_and_a_blind_one_the_only_failure(run: Path) -
     (incident,) = data["incidents"]
     assert incident["test_id"].endswith("::test_known")
     assert issue["report_url"] == "https://git.kernel.org/linus/b617158dc096"
+    # Blamed on the kernel: an issue whose culprit names no layer is invalid in KCIDB.
+    assert issue["culprit"] == {"code": True, "tool": False, "harness": False}
+    assert issue["report_subject"] == issue["comment"]
 
 
 def test_links_point_into_the_published_directory(run: Path) -> None:

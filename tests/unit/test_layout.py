@@ -25,6 +25,7 @@ LAYERS = [
     "kernels.matrix",
     "kernels.report",
     "kernels.cli",
+    "kernels.ci",  # the generated CI workflows run for real (scripts/ci-local)
     "kernels.bisect",
     "kernels.mutation",  # mutation campaigns: builds (acquire) judged by runs (bisect.vmtest)
     "kernels.pytest_plugin",
