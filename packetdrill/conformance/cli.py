@@ -78,7 +78,8 @@ def parser() -> argparse.ArgumentParser:
         "--args",
         default="",
         metavar="WORDS",
-        help="extra arguments for every run, e.g. '--tolerance_usecs=10000'",
+        help="extra arguments for every run, written with '=' since they start with "
+        "'--', e.g. --args=--tolerance_usecs=10000",
     )
     p.add_argument(
         "--variant-args",
