@@ -57,11 +57,34 @@ def choose_backend(choice: str | None) -> Backend:
     if choice == "builtin":
         return Backend("builtin")
     if choice == "auto":
-        found = shutil.which("packetdrill")
+        found = upstream_on_path()
         return Backend("upstream", found) if found else Backend("builtin")
     if not (os.path.isfile(choice) and os.access(choice, os.X_OK)):
         raise UsageError(f"packetdrill binary not found or not executable: {choice}")
     return Backend("upstream", choice)
+
+
+def upstream_on_path() -> str | None:
+    """The first ``packetdrill`` on PATH that is not our own console script.
+
+    Ours is installed as ``packetdrill`` too (a drop-in for the kernel's ksft_runner.sh);
+    taking it for the upstream binary would mislabel the builtin engine's verdicts and, with
+    ``PACKETDRILL=auto`` in the environment, make the CLI start itself forever. pip writes
+    console scripts as a few lines of Python that import the entry point's module."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        found = shutil.which("packetdrill", path=folder or ".")
+        if found and not _is_our_console_script(found):
+            return found
+    return None
+
+
+def _is_our_console_script(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1024)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and b"packetdrill.cli" in head
 
 
 def run_isolated(

@@ -221,27 +221,44 @@ def kill_helpers() -> None:
         pass
 
 
+def _shell_setup() -> None:
+    """In the child: the signal mask its parent had before :func:`run_shell` blocked SIGCHLD
+    (a shell waits for its own children by SIGCHLD), and normal scheduling."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+    normal_scheduling()
+
+
 def run_shell(command: str) -> str:
     """Run ``/bin/sh -c command`` as our direct child like ``system()``; returns "" on success
-    or upstream's reason text (``non-zero status N``, ``got signal N (name)``)."""
+    or upstream's reason text (``non-zero status N``, ``got signal N (name)``).
+
+    Like ``system()``, the calling thread blocks SIGCHLD until the child is reaped. That is
+    visible to a script: the kernel then hands the child's exit signal to another thread,
+    the one in a blocking system call, and ends its wait (a ``recv(MSG_WAITALL)`` returns
+    what it has, a write what it has copied), as it does under upstream's binary, where
+    every command, init and cleanup command and code block runs through ``system()``."""
     env = dict(os.environ, PACKETDRILL_PID=str(os.getpid()))
     env.setdefault("NSTAT_HISTORY", _NSTAT_HISTORY)
-    proc = Process(
-        ["/bin/sh", "-c", command],
-        stdin=None,
-        stdout=None,
-        stderr=None,
-        env=env,
-        process_group=0,
-        setup=normal_scheduling,
-    )
-    _HELPER_GROUPS.append(proc.pid)
+    unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     try:
-        status = proc.wait()
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
+        proc = Process(
+            ["/bin/sh", "-c", command],
+            stdin=None,
+            stdout=None,
+            stderr=None,
+            env=env,
+            process_group=0,
+            setup=_shell_setup,
+        )
+        _HELPER_GROUPS.append(proc.pid)
+        try:
+            status = proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
     if status < 0 and -status in (signal.SIGINT, signal.SIGQUIT):
         return f"got signal {-status} ({signal.Signals(-status).name})"
     if status > 0:

@@ -119,7 +119,9 @@ def _execute(script: Script, cfg: Config, seen: TimingSeen) -> None:
             reason = run_shell(script.cleanup_command)
             if reason:
                 raise RuntimeFailure(f"{script.path}: error executing cleanup command: {reason}")
+        runtime.check_blocking()
         runtime.run_code_blocks()
+        runtime.finish()
     finally:
         sys.stdout.flush()
         kill_helpers()

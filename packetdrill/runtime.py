@@ -282,7 +282,6 @@ class Runtime:
                 )
             self.dispatch(event, timed, prev_time)
             prev, prev_timed = event, timed
-        self.finish(events)
 
     def anchor(self, event: Event, prev: Event | None, prev_timed: Timed | None) -> Timed:
         t = event.time
@@ -354,7 +353,10 @@ class Runtime:
             self.collect_code(event, action)
         self.done = self.clock.now()
 
-    def finish(self, events: list[Event]) -> None:
+    def finish(self) -> None:
+        """The end of a run, after the cleanup command and the code blocks, as upstream orders
+        it: a blocking call still in progress gets a second to return (a command's SIGCHLD
+        may have ended it, :func:`.code.run_shell`), and its result is checked."""
         if self.blocking is not None and not self.wait_for_blocking(1.0):
             raise RuntimeFailure(
                 f"{self.script.path}:{self.blocking.event.line}: runtime error: "

@@ -67,6 +67,53 @@ VARIANTS: dict[str, list[str]] = {
 # Every script also runs with this, as upstream's runner passes it to each one.
 COMMON_OPTIONS: CliOptions = [("send_omit_free", None)]
 
+# The kernel's own corpus (tools/testing/selftests/net/packetdrill) has its runner,
+# ksft_runner.sh, with its own address sets: upstream's, plus TFO_COOKIE_ZERO (the cookie
+# for a zero key) and without CODE; no --send_omit_free (the scripts that want it say so).
+_KERNEL_V4 = [
+    "--local_ip=192.168.0.1",
+    "--gateway_ip=192.168.0.1",
+    "--netmask_ip=255.255.0.0",
+    "--remote_ip=192.0.2.1",
+    "-D",
+    "TFO_COOKIE=3021b9d889017eeb",
+    "-D",
+    "TFO_COOKIE_ZERO=b7c12350a90dc8f5",
+]
+KERNEL_VARIANTS: dict[str, list[str]] = {
+    "ipv4": [
+        "--ip_version=ipv4",
+        *_KERNEL_V4,
+        "-D",
+        "CMSG_LEVEL_IP=SOL_IP",
+        "-D",
+        "CMSG_TYPE_RECVERR=IP_RECVERR",
+    ],
+    "ipv4-mapped-ipv6": [
+        "--ip_version=ipv4-mapped-ipv6",
+        *_KERNEL_V4,
+        "-D",
+        "CMSG_LEVEL_IP=SOL_IPV6",
+        "-D",
+        "CMSG_TYPE_RECVERR=IPV6_RECVERR",
+    ],
+    "ipv6": [
+        "--ip_version=ipv6",
+        "--mtu=1520",
+        "--local_ip=fd3d:0a0b:17d6::1",
+        "--gateway_ip=fd3d:0a0b:17d6:8888::1",
+        "--remote_ip=fd3d:fa7b:d17d::1",
+        "-D",
+        "TFO_COOKIE=c1d1e9742a47a9bc",
+        "-D",
+        "TFO_COOKIE_ZERO=82af1a8f9a205c34",
+        "-D",
+        "CMSG_LEVEL_IP=SOL_IPV6",
+        "-D",
+        "CMSG_TYPE_RECVERR=IPV6_RECVERR",
+    ],
+}
+
 
 def args_to_options(args: list[str]) -> CliOptions:
     """``["--name=value", "-D", "X=1"]`` as (name, value) options."""
@@ -98,6 +145,13 @@ def upstream_variants(path: Path) -> list[str]:
         if name.endswith("v4.pkt")
         else list(VARIANTS)
     )
+
+
+def kernel_variants(text: str) -> list[str]:
+    """The kernel runner's rule (since 6.13): a ``--ip_version=`` line picks that one variant,
+    otherwise all three run, IPv4 first (6.12's runner ran IPv4 and IPv6 only)."""
+    pinned = _IP_VERSION_LINE.findall(text)
+    return pinned if pinned else ["ipv4", "ipv6", "ipv4-mapped-ipv6"]
 
 
 def variants_for(path: Path, text: str) -> list[str]:

@@ -50,7 +50,8 @@ def parser() -> argparse.ArgumentParser:
         choices=CONVENTIONS,
         default="upstream",
         help="upstream: run_all.py's variants and arguments (default); ours: as our "
-        "pytest plugin runs tests/ (--ip_version pins, netregress: markers)",
+        "pytest plugin runs tests/ (--ip_version pins, netregress: markers); kernel: as "
+        "the kernel's ksft_runner.sh runs its selftest corpus (use --ip-version all)",
     )
     p.add_argument(
         "--ip-version",
@@ -77,7 +78,8 @@ def parser() -> argparse.ArgumentParser:
         "--args",
         default="",
         metavar="WORDS",
-        help="extra arguments for every run, e.g. '--tolerance_usecs=10000'",
+        help="extra arguments for every run, written with '=' since they start with "
+        "'--', e.g. --args=--tolerance_usecs=10000",
     )
     p.add_argument(
         "--variant-args",

@@ -6,6 +6,8 @@ with its own corpus: naming alone picks the variants, and each variant passes it
 address set and ``-D`` defines (:mod:`..variants`). ``ours`` is what our pytest plugin does
 with our corpus: the same arguments, but a ``--ip_version=`` line in the script pins the
 variant, and the ``netregress:`` comment markers (expect-fail, skip-if-kernel-has) apply.
+``kernel`` is what the kernel's ``ksft_runner.sh`` does with its selftest corpus: its own
+address sets and defines, a ``--ip_version=`` line picks the variant, else all three run.
 """
 
 import hashlib
@@ -20,14 +22,16 @@ from ..loader import CliOptions, read_script
 from ..variants import (
     COMMON_OPTIONS,
     EXPECT_FAIL,
+    KERNEL_VARIANTS,
     SKIP_IF_HAS,
     VARIANTS,
     args_to_options,
+    kernel_variants,
     upstream_variants,
     variants_for,
 )
 
-CONVENTIONS = ("upstream", "ours")
+CONVENTIONS = ("upstream", "ours", "kernel")
 # --ip-version choices → variants kept (of those the convention chooses for a script).
 IP_VERSIONS: dict[str, tuple[str, ...]] = {
     "4": ("ipv4",),
@@ -82,27 +86,34 @@ def find_jobs(
     extra = _options(extra_args, "--args")
     overrides = {v: _options(a, f"--variant-args {v}") for v, a in (variant_args or {}).items()}
     wanted = IP_VERSIONS[ip_version]
+    table, common = (KERNEL_VARIANTS, []) if convention == "kernel" else (VARIANTS, COMMON_OPTIONS)
     jobs = []
     for script in scripts:
         text = _text(script)
-        variants = variants_for(script, text) if convention == "ours" else upstream_variants(script)
+        variants = _variants(convention, script, text)
         expect = EXPECT_FAIL.search(text) if convention == "ours" else None
         skip = SKIP_IF_HAS.search(text) if convention == "ours" else None
         digest = script_digest(script)
         for variant in (v for v in variants if v in wanted):
-            base = overrides.get(variant) or args_to_options(VARIANTS[variant])
+            base = overrides.get(variant) or args_to_options(table[variant])
             jobs.append(
                 Job(
                     script.resolve(),
                     str(script.relative_to(corpus)),
                     variant,
-                    base + COMMON_OPTIONS + extra,
+                    base + common + extra,
                     digest,
                     expect.group(1) if expect else None,
                     tuple(skip.group(1).split()) if skip else (),
                 )
             )
     return jobs
+
+
+def _variants(convention: str, script: Path, text: str) -> list[str]:
+    if convention == "kernel":
+        return [v for v in kernel_variants(text) if v in KERNEL_VARIANTS]
+    return variants_for(script, text) if convention == "ours" else upstream_variants(script)
 
 
 def _text(script: Path) -> str:

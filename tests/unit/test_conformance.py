@@ -253,6 +253,30 @@ def test_variants_follow_upstream_naming_and_our_pins(tmp_path: Path) -> None:
         tmp_path, "upstream", "4", variant_args={"ipv4": "--ip_version=ipv4 -D CODE=x"}
     )[0]
     assert replaced.options[:2] == [("ip_version", "ipv4"), ("define", "CODE=x")]
+    assert ("send_omit_free", None) in replaced.options
+
+
+def test_kernel_conventions_are_ksft_runners(tmp_path: Path) -> None:
+    """The kernel's runner ignores naming, runs a pinned script in its one version, the others
+    in all three, with its own defines and no --send_omit_free."""
+    for name in ("a.pkt", "b-v4.pkt"):
+        (tmp_path / name).write_text(PASSING)
+    (tmp_path / "c-v4.pkt").write_text("--ip_version=ipv6\n" + PASSING)
+    keys = [job.key for job in find_jobs(tmp_path, "kernel", "all")]
+    assert keys == [
+        "a.pkt [ipv4]",
+        "a.pkt [ipv6]",
+        "a.pkt [ipv4-mapped-ipv6]",
+        "b-v4.pkt [ipv4]",
+        "b-v4.pkt [ipv6]",
+        "b-v4.pkt [ipv4-mapped-ipv6]",
+        "c-v4.pkt [ipv6]",
+    ]
+    job = find_jobs(tmp_path, "kernel", "6")[0]
+    assert ("define", "TFO_COOKIE_ZERO=82af1a8f9a205c34") in job.options
+    assert ("mtu", "1520") in job.options
+    assert ("send_omit_free", None) not in job.options
+    assert not any(value and value.startswith("CODE=") for _, value in job.options)
 
 
 def test_a_reference_that_broke_crashed_and_is_not_compared() -> None:
