@@ -21,6 +21,7 @@ LAYERS = [
     "evidence",  # plots, trace diffs, failure pages: on top of the library and the engine
     "kernels",  # errors, paths, progress, tools shared by the kernel packages
     "kernels.acquire",
+    "kernels.corpus",  # the kernel's own packetdrill selftests: acquired, then as items
     "kernels.vm",
     "kernels.matrix",
     "kernels.report",
