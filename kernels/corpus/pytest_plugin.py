@@ -32,13 +32,12 @@ from kernels.corpus.needs import (
     why_skipped,
 )
 from kernels.corpus.runner import Plan, RunnerProbe, command_line
-from kernels.corpus.source import Corpus, for_kernel, from_directory
+from kernels.corpus.source import OPTION, Corpus, for_kernel, from_directory
 from kernels.errors import KernelsError
 from kernels.report.ktap import machine_slow
 from packetdrill.pytest_plugin import PktFile, VariantRun
 from packetdrill.variants import args_to_options
 
-OPTION = "--kernel-pkt-corpus"
 ANCHOR_SUFFIX = ".corpus"
 PROPERTY = "kernel_packetdrill_corpus"
 COMMAND_PROPERTY = "ksft_runner_command"  # what the kernel's runner would have typed
@@ -75,20 +74,22 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         return
     try:
-        config.stash[_CORPUS] = _resolve(config.getoption(OPTION))
+        config.stash[_CORPUS] = _resolve(config)
     except KernelsError as exc:
         raise pytest.UsageError(f"{OPTION}: {exc}") from None
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_ToWorkers(), "netregress-kernel-pkt-corpus-xdist")
 
 
-def _resolve(wanted: str) -> tuple[Corpus, str] | None:
-    """The corpus this session runs, and why that one."""
+def _resolve(config: pytest.Config) -> tuple[Corpus, str] | None:
+    """The corpus this session runs, and why that one: for ``auto``, the kernel's under
+    test (a guest's, ``--kernel``'s, else the running one)."""
+    wanted = config.getoption(OPTION)
     if wanted == "off":
         return None
     if wanted != "auto":
         return from_directory(Path(wanted)), "named on the command line"
-    name = os.environ.get("NETREGRESS_KERNEL")  # a guest's kernel, else the running one
+    name = os.environ.get("NETREGRESS_KERNEL") or config.getoption("--kernel", default=None)
     spec = lookup(load_catalog(), name) if name else None
     return for_kernel(spec, lambda message: print(f"netregress corpus: {message}", flush=True))
 
@@ -109,6 +110,13 @@ class _ToWorkers:
 def chosen_corpus(config: pytest.Config) -> tuple[Corpus, str] | None:
     """The corpus of this session and why (None: the option is off)."""
     return config.stash.get(_CORPUS, None)
+
+
+def corpus_args(config: pytest.Config) -> list[str]:
+    """The option for a pytest that runs this session's items in a VM guest (``--kernel``):
+    the folder itself, already resolved here."""
+    chosen = chosen_corpus(config)
+    return [] if chosen is None else [f"{OPTION}={chosen[0].path}"]
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

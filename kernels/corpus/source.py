@@ -32,6 +32,8 @@ from kernels.progress import Status
 # Inside a kernel tree.
 PACKETDRILL_DIR = PurePosixPath("tools/testing/selftests/net/packetdrill")
 _HELPERS_FILE = PurePosixPath("tools/testing/selftests/kselftest/ktap_helpers.sh")
+OPTION = "--kernel-pkt-corpus"  # the pytest option (kernels/corpus/pytest_plugin.py)
+_RECORD = "corpus.json"  # beside an extracted tree: the package it came from, or its absence
 NEWEST_SUITE = "sid"  # Debian's newest kernels: the corpus a kernel without one runs
 _SOURCE_PACKAGE = "linux-source"  # the metapackage that depends on linux-source-<version>
 _PINNED = re.compile(r"^\s*(linux-source-[\d.]+)\s*\(\s*=\s*([^)\s]+)\s*\)")
@@ -70,12 +72,21 @@ def from_directory(path: Path) -> Corpus:
         if has_runner(candidate):
             # The tree's top holds the version, five folders up (tools/testing/selftests/…).
             top = candidate.parents[4] if len(candidate.parents) > 4 else candidate
-            return Corpus(candidate, f"directory {path}", tree_version(top))
+            return Corpus(candidate, _origin(top) or f"directory {path}", tree_version(top))
     raise KernelsError(
         f"{path}: no kernel packetdrill corpus here (looked for ksft_runner.sh with "
         f"{HELPERS} beside it in {path}, {path}/net/packetdrill and {path}/{PACKETDRILL_DIR}): "
         "name a kernel source tree or its tools/testing/selftests/net/packetdrill"
     )
+
+
+def _origin(top: Path) -> str:
+    """Where a tree of our cache came from (a Debian package), when it is one of ours, so a
+    guest handed the folder reports the same origin as the host."""
+    try:
+        return str(json.loads((top.parent / _RECORD).read_text())["origin"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
 
 
 def _inner_tarball(outer: tarfile.TarFile) -> tuple[tarfile.TarInfo, IO[bytes]] | None:
@@ -153,7 +164,7 @@ def from_debian(suite: str, status: Status) -> Corpus | None:
         raise KernelsError(f"Debian {suite}: {_SOURCE_PACKAGE} names no linux-source-<version>")
     package, version = pinned[0].group(1), pinned[0].group(2)
     dest = cache_dir("ksft", f"{package}_{version}")
-    record = dest / "corpus.json"
+    record = dest / _RECORD
     with locked(dest.parent / f"{dest.name}.lock"):
         if not record.is_file():
             for stale in [p for p in dest.iterdir() if p.name != record.name]:
@@ -198,3 +209,21 @@ def for_kernel(spec: KernelSpec | None, status: Status) -> tuple[Corpus, str]:
         raise KernelsError(f"Debian {NEWEST_SUITE}'s linux-source has no packetdrill selftests")
     name = spec.name if spec is not None else "the running kernel"
     return newest, f"the newest corpus: {name} has none of its own"
+
+
+def guest_args(pytest_args: list[str], spec: KernelSpec, status: Status) -> list[str]:
+    """A guest's pytest arguments: ``--kernel-pkt-corpus auto`` (either spelling) becomes the folder
+    ``auto`` means for `spec`, resolved here on the host, since a guest has no network and
+    reads the cache through the shared file system."""
+    option = OPTION
+    out: list[str] = []
+    words = iter(pytest_args)
+    for word in words:
+        value = next(words, "") if word == option else word.removeprefix(f"{option}=")
+        if (word == option or value != word) and value == "auto":
+            out.append(f"{option}={for_kernel(spec, status)[0].path}")
+        elif word == option:
+            out += [word, value]
+        else:
+            out.append(word)
+    return out

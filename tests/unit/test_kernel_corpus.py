@@ -14,7 +14,8 @@ import pytest
 
 from kernels.corpus.features import FEATURES, features_of
 from kernels.corpus.runner import RunnerProbe
-from kernels.corpus.source import PACKETDRILL_DIR, extract_deb, from_directory
+from kernels.acquire.catalog import SourceKernel
+from kernels.corpus.source import PACKETDRILL_DIR, extract_deb, from_directory, guest_args
 from kernels.errors import KernelsError
 
 pytest_plugins = ["pytester"]
@@ -103,6 +104,17 @@ def test_a_tree_its_selftests_or_the_corpus_folder_names_the_corpus(tmp_path: Pa
         assert found.version == "9.9.1"
     with pytest.raises(KernelsError, match="no kernel packetdrill corpus here"):
         from_directory(tmp_path / "net")
+
+
+def test_a_guest_gets_the_folder_auto_means_for_its_kernel(tmp_path: Path) -> None:
+    corpus = make_tree(tmp_path / "linux")
+    spec = SourceKernel("net-next", tree=tmp_path / "linux")
+    for given in (["--kernel-pkt-corpus", "auto"], ["--kernel-pkt-corpus=auto"]):
+        assert guest_args(["-m", "sack", *given, "tests/cases"], spec, print) == [
+            "-m", "sack", f"--kernel-pkt-corpus={corpus}", "tests/cases",
+        ]  # fmt: skip
+    named = ["--kernel-pkt-corpus", "/src/x", "-k", "auto"]
+    assert guest_args(named, spec, print) == named
 
 
 def test_the_probe_learns_what_the_runner_passes(tmp_path: Path) -> None:

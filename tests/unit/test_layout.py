@@ -21,10 +21,10 @@ LAYERS = [
     "evidence",  # plots, trace diffs, failure pages: on top of the library and the engine
     "kernels",  # errors, paths, progress, tools shared by the kernel packages
     "kernels.acquire",
-    "kernels.corpus",  # the kernel's own packetdrill selftests: acquired, then as items
     "kernels.vm",
     "kernels.matrix",
     "kernels.report",
+    "kernels.corpus",  # the kernel's own packetdrill selftests: acquired, then as items
     "kernels.cli",
     "kernels.bisect",
     "kernels.mutation",  # mutation campaigns: builds (acquire) judged by runs (bisect.vmtest)
