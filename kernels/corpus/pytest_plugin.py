@@ -288,6 +288,7 @@ def pytest_runtest_makereport(
     except KernelsError:
         return report
     if why is not None:
+        failed = next(iter(report.longreprtext.splitlines()), "")
         report.outcome = "skipped"
-        report.wasxfail = why
+        report.wasxfail = f"{why}; the run failed with: {failed}"
     return report

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernels.corpus.features import FEATURES, features_of
+from kernels.corpus.needs import KnobProbe, default_congestion, knob_settings, why_skipped
 from kernels.corpus.runner import RunnerProbe
 from kernels.acquire.catalog import SourceKernel
 from kernels.corpus.source import PACKETDRILL_DIR, extract_deb, from_directory, guest_args
@@ -94,6 +95,46 @@ def test_features_come_from_the_file_names() -> None:
     assert features_of("tcp_newthing_x.pkt") == ["newthing"]  # unknown: still a marker
     assert features_of("udp_x.pkt") == []
     assert {"accecn", "fastopen", "sack", "zerocopy", "slow_start"} <= set(FEATURES)
+
+
+def test_the_settings_a_script_needs_are_read_from_its_init_commands() -> None:
+    text = """`./defaults.sh
+sysctl -q net.ipv4.tcp_ecn=3
+sysctl -q net.ipv4.tcp_rmem="4096 131072 $((32*1024*1024))"
+../set_sysctls.py /proc/sys/net/ipv4/tcp_min_tso_segs=10 \\
+    /proc/sys/net/ipv4/tcp_fastopen=0x402`
+
+ 0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3   // sysctl -q net.ipv4.tcp_sack=0 in a comment
+"""
+    assert knob_settings(text) == [
+        "net/ipv4/tcp_ecn=3",
+        "net/ipv4/tcp_min_tso_segs=10",
+        "net/ipv4/tcp_fastopen=0x402",
+    ]
+    assert why_skipped({"net/ipv4/tcp_ecn=3": "EINVAL", "net/ipv4/x=1": "ENOENT"}) == (
+        "this kernel lacks what the script's init commands set: "
+        "net.ipv4.tcp_ecn=3: rejected (EINVAL); net.ipv4.x=1: no such sysctl"
+    )
+
+
+def test_the_defaults_congestion_control(tmp_path: Path) -> None:
+    assert default_congestion(tmp_path) is None
+    (tmp_path / "defaults.sh").write_text("sysctl -q net.ipv4.tcp_congestion_control=cubic\n")
+    assert default_congestion(tmp_path) == "cubic"
+
+
+def test_the_kernel_answers_each_setting_in_a_namespace_of_its_own(netns_ready: None) -> None:
+    before = Path("/proc/sys/net/ipv4/tcp_ecn").read_text()
+    probe = KnobProbe()
+    refused = probe.refused(
+        ["net/ipv4/tcp_ecn=1", "net/ipv4/tcp_ecn=99", "net/ipv4/netregress_no_such_knob=1"]
+    )
+    assert refused == {
+        "net/ipv4/tcp_ecn=99": "EINVAL",
+        "net/ipv4/netregress_no_such_knob=1": "ENOENT",
+    }
+    assert Path("/proc/sys/net/ipv4/tcp_ecn").read_text() == before  # ours was thrown away
+    assert probe.refused(["net/ipv4/tcp_ecn=99"]) == {"net/ipv4/tcp_ecn=99": "EINVAL"}
 
 
 def test_a_tree_its_selftests_or_the_corpus_folder_names_the_corpus(tmp_path: Path) -> None:
