@@ -289,6 +289,7 @@ def pytest_runtest_makereport(
         return report
     if why is not None:
         failed = next(iter(report.longreprtext.splitlines()), "")
+        failed = failed.removeprefix(f"{script.corpus.path}/")  # the script's name suffices
         report.outcome = "skipped"
         report.wasxfail = f"{why}; the run failed with: {failed}"
     return report
