@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from kernels.acquire.catalog import SourceKernel
 from kernels.corpus.features import FEATURES, features_of
 from kernels.corpus.needs import KnobProbe, default_congestion, knob_settings, why_skipped
 from kernels.corpus.runner import RunnerProbe
-from kernels.acquire.catalog import SourceKernel
 from kernels.corpus.source import PACKETDRILL_DIR, extract_deb, from_directory, guest_args
 from kernels.errors import KernelsError
 
