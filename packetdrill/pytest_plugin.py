@@ -223,8 +223,11 @@ def _engine_takes_usecs(value: str) -> bool:
 
 def guest_args(config: pytest.Config) -> list[str]:
     """The command line's script options for a pytest that runs this session's items in a VM
-    guest (``--kernel``), which otherwise gets only the node ids."""
-    return config.stash.get(_OPTIONS_KEY, ScriptOptions()).args()
+    guest (``--kernel``), which otherwise gets only the node ids; the engine too, when one was
+    named (the guest reads the same binary through the shared file system)."""
+    engine: str | None = config.getoption("--packetdrill", default=None)
+    named = [f"--packetdrill={engine}"] if engine else []
+    return named + config.stash.get(_OPTIONS_KEY, ScriptOptions()).args()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

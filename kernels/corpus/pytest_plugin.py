@@ -124,7 +124,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if chosen is None:
         return []
     corpus, why = chosen
-    kernel = os.environ.get("NETREGRESS_KERNEL") or f"running {os.uname().release}"
+    kernel = (
+        os.environ.get("NETREGRESS_KERNEL")
+        or config.getoption("--kernel", default=None)
+        or f"running {os.uname().release}"
+    )
     return [f"kernel packetdrill corpus: {corpus.describe()}, on kernel {kernel}: {why}"]
 
 
