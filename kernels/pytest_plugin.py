@@ -24,6 +24,7 @@ from kernels import tools
 from kernels.acquire.catalog import KernelSpec, load_catalog, lookup
 from kernels.acquire.fetch import fetch
 from kernels.acquire.kernel import BootableKernel, version_tuple
+from kernels.corpus.pytest_plugin import corpus_args
 from kernels.errors import KernelsError
 from kernels.matrix import reportlog
 from kernels.matrix.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
@@ -152,6 +153,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
         pytest_args=[
             *_rendering(session.config),
             *guest_args(session.config),
+            *corpus_args(session.config),
             *(item.nodeid for item in session.items),
         ],
         cwd=session.config.rootpath,

@@ -16,5 +16,6 @@ pytest_plugins = [
     "netns.variants",
     "packetdrill.pytest_plugin",
     "evidence.report_html",
+    "kernels.corpus.pytest_plugin",
     "kernels.pytest_plugin",
 ]

@@ -227,8 +227,11 @@ def _engine_takes_usecs(value: str) -> bool:
 
 def guest_args(config: pytest.Config) -> list[str]:
     """The command line's script options for a pytest that runs this session's items in a VM
-    guest (``--kernel``), which otherwise gets only the node ids."""
-    return config.stash.get(_OPTIONS_KEY, ScriptOptions()).args()
+    guest (``--kernel``), which otherwise gets only the node ids; the engine too, when one was
+    named (the guest reads the same binary through the shared file system)."""
+    engine: str | None = config.getoption("--packetdrill", default=None)
+    named = [f"--packetdrill={engine}"] if engine else []
+    return named + config.stash.get(_OPTIONS_KEY, ScriptOptions()).args()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -396,19 +399,19 @@ def run_for_test(config: pytest.Config, path: Path, variant: str) -> RunResult:
 
 
 def run_with_tolerance(
-    config: pytest.Config, path: Path, variant: str
+    config: pytest.Config, path: Path, variant: str, arguments: CliOptions | None = None
 ) -> tuple[RunResult, Tolerance]:
     """:func:`run_for_test`, plus the tolerance the run had: the script's base with the
-    session's slack."""
+    session's slack. `arguments` replace the variant's own (:func:`variant_arguments`) for
+    a corpus whose runner passes others (the kernel's ``ksft_runner.sh``)."""
     from netns import privilege
     from netns.pytest_plugin import ready
 
     ready(config)  # the run unshares a namespace: privilege, reaping
     if (why := privilege.tun_problem()) is not None:
         pytest.skip(why)  # and it needs a tun device
-    options = (
-        variant_options(variant) + COMMON_OPTIONS + config.stash[_OPTIONS_KEY].engine_options()
-    )
+    base = variant_arguments(variant) if arguments is None else list(arguments)
+    options = base + config.stash[_OPTIONS_KEY].engine_options()
     try:
         from netns import artifacts
 
@@ -421,12 +424,33 @@ def run_with_tolerance(
     return result, result.tolerance
 
 
+def variant_arguments(variant: str) -> CliOptions:
+    """What our corpus runner passes a script in one IP variant (upstream's convention)."""
+    return variant_options(variant) + COMMON_OPTIONS
+
+
+@dataclass(frozen=True)
+class VariantRun:
+    """One item of a script: its name, IP variant, the arguments its runner passes, and
+    markers of its own (a runner that counts a failure as an XFAIL on a slow machine)."""
+
+    name: str
+    variant: str
+    arguments: CliOptions
+    marks: tuple[pytest.MarkDecorator, ...] = ()
+
+
 class PktFile(pytest.File):
     """One script; the ``packetdrill`` marker on the file reaches each of its items."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.add_marker(PACKETDRILL_MARKER)
+
+    def variant_runs(self, text: str) -> list[VariantRun]:
+        """The items of this script: one per IP variant of our convention (a corpus with a
+        runner of its own overrides this)."""
+        return [VariantRun(v, v, variant_arguments(v)) for v in variants_for(self.path, text)]
 
     def collect(self) -> Iterator[pytest.Item]:
         try:
@@ -435,27 +459,34 @@ class PktFile(pytest.File):
             yield PktLintError.from_parent(self, name="lint", message=err.text)
             return
         expect = EXPECT_FAIL.search(text)
-        variants = variants_for(self.path, text)
+        try:
+            runs = self.variant_runs(text)
+        except PacketdrillError as err:
+            yield PktLintError.from_parent(self, name="lint", message=err.text)
+            return
         given = self.config.stash[_OPTIONS_KEY].engine_options()
         if expect is None:
-            for variant in variants:
+            for run in runs:
                 try:
-                    load_script(
-                        str(self.path), variant_options(variant) + given + [("dry_run", None)], text
-                    )
+                    load_script(str(self.path), run.arguments + given + [("dry_run", None)], text)
                 except PacketdrillError as err:
                     yield PktLintError.from_parent(self, name="lint", message=err.text)
                     return
         skip_if = SKIP_IF_HAS.search(text)
-        for variant in variants:
-            yield PktItem.from_parent(
+        for run in runs:
+            item = PktItem.from_parent(
                 self,
-                name=variant,
-                variant=variant,
+                name=run.name,
+                variant=run.variant,
                 expect_fail=expect.group(1) if expect else None,
                 skip_if_has=skip_if.group(1).split() if skip_if else [],
+                arguments=run.arguments,
             )
-        yield from self._broken_variants(text, variants[0], expect is not None, skip_if)
+            for mark in run.marks:
+                item.add_marker(mark)
+            yield item
+        if runs:
+            yield from self._broken_variants(text, runs[0].variant, expect is not None, skip_if)
 
     def _broken_variants(
         self, text: str, variant: str, negative: bool, skip_if: re.Match[str] | None
@@ -543,10 +574,12 @@ class PktItem(pytest.Item):
         expect_fail: str | None,
         skip_if_has: list[str],
         changed_text: str | None = None,
+        arguments: CliOptions | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.variant = variant
+        self.arguments = arguments
         self.expect_fail = expect_fail
         self.skip_if_has = skip_if_has
         self.changed_text = changed_text
@@ -564,7 +597,9 @@ class PktItem(pytest.Item):
             if present:
                 pytest.skip(f"{self.path.name} expects a kernel without {', '.join(present)}")
         with self._script() as script:
-            result, tolerance = run_with_tolerance(self.config, script, self.variant)
+            result, tolerance = run_with_tolerance(
+                self.config, script, self.variant, self.arguments
+            )
         if self.expect_fail is None or self.stopped_short_by_the_engine(result):
             record = judge_run(result, tolerance)
         elif self.lateness_swallowed_by_the_slack(result):

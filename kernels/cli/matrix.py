@@ -26,6 +26,7 @@ from types import FrameType
 from kernels import tools
 from kernels.acquire.catalog import DEFAULT_CATALOG, KernelSpec, RunningKernel, load_catalog, select
 from kernels.cli import subcommands as commands
+from kernels.corpus.source import guest_args
 from kernels.errors import KernelsError
 from kernels.matrix.expectations import load_expectations
 from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
@@ -209,7 +210,10 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 board.update(spec.name, "done: no test falls in this slice", final=True)
                 return KernelRun(name=spec.name, out_dir=out_dir / spec.name)
             status = board.status_for(spec.name)
-            run = run_kernel(spec, _sliced(options, collected, piece), out_dir / spec.name,
+            mine = dataclasses.replace(
+                options, pytest_args=guest_args(options.pytest_args, spec, status)
+            )
+            run = run_kernel(spec, _sliced(mine, collected, piece), out_dir / spec.name,
                              launcher, children, status, ticket)  # fmt: skip
         finally:
             if ticket is not None:

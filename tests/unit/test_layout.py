@@ -24,6 +24,7 @@ LAYERS = [
     "kernels.vm",
     "kernels.matrix",
     "kernels.report",
+    "kernels.corpus",  # the kernel's own packetdrill selftests: acquired, then as items
     "kernels.cli",
     "kernels.ci",  # the generated CI workflows run for real (scripts/ci-local)
     "kernels.bisect",

@@ -1,0 +1,299 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""``--kernel-pkt-corpus auto|DIR|off``: the kernel's own packetdrill selftests as pytest items.
+
+Each script × IP version its ``ksft_runner.sh`` runs is one ``.pkt`` item of the packetdrill
+plugin (the same engine choice, tolerance policy, options and failure page), run with exactly
+the arguments that runner passes (kernels/corpus/runner.py) from the corpus's folder, so its
+``./defaults.sh`` init commands and relative paths hold. Items carry ``packetdrill``, ``tcp``
+and a feature marker from the file name (kernels/corpus/features.py), and the corpus's
+origin as the ``kernel_packetdrill_corpus`` property (JUnit, report log, the matrix).
+
+Why an anchor file (``tests/cases/kernel-packetdrill.corpus``): the corpus lives outside the
+checkout (a kernel tree, the cache), but node ids must not depend on where: a VM guest, a rerun
+or an expectations entry names ``tests/cases/kernel-packetdrill.corpus::<script>::<ipv4>``,
+and pytest finds that file wherever the corpus is. With the option off (the default) the
+anchor collects nothing, so the default runs stay as fast as before.
+"""
+
+import os
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernels.acquire.catalog import load_catalog, lookup
+from kernels.corpus.features import FEATURES, UNKNOWN, features_of
+from kernels.corpus.needs import (
+    CONGESTION_KNOB,
+    KnobProbe,
+    default_congestion,
+    knob_settings,
+    why_skipped,
+)
+from kernels.corpus.runner import Plan, RunnerProbe, command_line
+from kernels.corpus.source import OPTION, Corpus, for_kernel, from_directory
+from kernels.errors import KernelsError
+from kernels.report.ktap import machine_slow
+from packetdrill.pytest_plugin import PktFile, VariantRun
+from packetdrill.variants import args_to_options
+
+ANCHOR_SUFFIX = ".corpus"
+PROPERTY = "kernel_packetdrill_corpus"
+COMMAND_PROPERTY = "ksft_runner_command"  # what the kernel's runner would have typed
+_CORPUS = pytest.StashKey[tuple[Corpus, str] | None]()
+_KNOBS = pytest.StashKey[KnobProbe]()
+_WORKER_KEY = "netregress_kernel_pkt_corpus"
+_SLOW_REASON = (
+    "KSFT_MACHINE_SLOW is set: the kernel's runner counts a failure of this script as XFAIL"
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("packetdrill")
+    group.addoption(
+        OPTION,
+        default="off",
+        metavar="auto|DIR|off",
+        help="also run the kernel's own packetdrill selftests "
+        "(tools/testing/selftests/net/packetdrill) as items of "
+        "tests/cases/kernel-packetdrill.corpus: 'auto' takes the corpus of the kernel under "
+        "test (its source tree, or Debian's linux-source package of its suite; the newest "
+        "one for a kernel without), DIR a kernel tree or the corpus folder; default off",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, about in FEATURES.items():
+        config.addinivalue_line("markers", f"{name}: kernel packetdrill corpus feature: {about}")
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if workerinput is not None and _WORKER_KEY in workerinput:
+        given = workerinput[_WORKER_KEY]  # the controller's choice: resolved once
+        config.stash[_CORPUS] = (
+            None if given is None else (Corpus(Path(given[0]), given[1], given[2]), given[3])
+        )
+        return
+    try:
+        config.stash[_CORPUS] = _resolve(config)
+    except KernelsError as exc:
+        raise pytest.UsageError(f"{OPTION}: {exc}") from None
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_ToWorkers(), "netregress-kernel-pkt-corpus-xdist")
+
+
+def _resolve(config: pytest.Config) -> tuple[Corpus, str] | None:
+    """The corpus this session runs, and why that one: for ``auto``, the kernel's under
+    test (a guest's, ``--kernel``'s, else the running one)."""
+    wanted = config.getoption(OPTION)
+    if wanted == "off":
+        return None
+    if wanted != "auto":
+        return from_directory(Path(wanted)), "named on the command line"
+    name = os.environ.get("NETREGRESS_KERNEL") or config.getoption("--kernel", default=None)
+    spec = lookup(load_catalog(), name) if name else None
+    return for_kernel(spec, lambda message: print(f"netregress corpus: {message}", flush=True))
+
+
+class _ToWorkers:
+    """xdist: every worker runs the controller's corpus (resolved, and downloaded, once)."""
+
+    @staticmethod
+    def pytest_configure_node(node: Any) -> None:
+        chosen = node.config.stash.get(_CORPUS, None)
+        node.workerinput[_WORKER_KEY] = (
+            None
+            if chosen is None
+            else [str(chosen[0].path), chosen[0].origin, chosen[0].version, chosen[1]]
+        )
+
+
+def chosen_corpus(config: pytest.Config) -> tuple[Corpus, str] | None:
+    """The corpus of this session and why (None: the option is off)."""
+    return config.stash.get(_CORPUS, None)
+
+
+def corpus_args(config: pytest.Config) -> list[str]:
+    """The option for a pytest that runs this session's items in a VM guest (``--kernel``):
+    the folder itself, already resolved here."""
+    chosen = chosen_corpus(config)
+    return [] if chosen is None else [f"{OPTION}={chosen[0].path}"]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    chosen = chosen_corpus(config)
+    if chosen is None:
+        return []
+    corpus, why = chosen
+    kernel = (
+        os.environ.get("NETREGRESS_KERNEL")
+        or config.getoption("--kernel", default=None)
+        or f"running {os.uname().release}"
+    )
+    return [f"kernel packetdrill corpus: {corpus.describe()}, on kernel {kernel}: {why}"]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """JUnit: the suite names the corpus too (each test case carries it as well)."""
+    from _pytest.junitxml import xml_key
+
+    chosen = chosen_corpus(session.config)
+    xml = session.config.stash.get(xml_key, None)
+    if chosen is not None and xml is not None:
+        xml.add_global_property(PROPERTY, chosen[0].describe())
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
+    if file_path.suffix != ANCHOR_SUFFIX or chosen_corpus(parent.config) is None:
+        return None
+    return CorpusAnchor.from_parent(parent, path=file_path)
+
+
+class CorpusAnchor(pytest.File):
+    """The corpus's scripts, under this file's node id."""
+
+    def collect(self) -> Iterator[pytest.Collector | pytest.Item]:
+        chosen = chosen_corpus(self.config)
+        assert chosen is not None
+        corpus = chosen[0]
+        scripts = sorted(corpus.path.glob("*.pkt"))
+        if not scripts:
+            raise KernelsError(f"{corpus.path}: the corpus holds no .pkt script")
+        slow = machine_slow()
+        with RunnerProbe(corpus.path) as probe:
+            for script in scripts:
+                yield CorpusScript.from_parent(
+                    self,
+                    path=script,
+                    name=script.name,
+                    nodeid=f"{self.nodeid}::{script.name}",
+                    plan=probe.plan(script, slow=slow),
+                    corpus=corpus,
+                )
+
+
+class CorpusScript(PktFile):
+    """One script of the corpus: its items are the runs its runner makes."""
+
+    def __init__(self, *, plan: Plan, corpus: Corpus, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+        self.corpus = corpus
+        self.settings: list[str] = []  # knob=value its init commands set (needs.py)
+        self.add_marker("tcp")
+        for feature in features_of(self.path.name):
+            if feature not in FEATURES:
+                self.config.addinivalue_line("markers", f"{feature}: {UNKNOWN}")
+            self.add_marker(feature)
+
+    def collect(self) -> Iterator[pytest.Item]:
+        if self.plan.refused or self.plan.skipped:
+            yield RunnerVerdict.from_parent(
+                self, name="runner", refused=self.plan.refused, skipped=self.plan.skipped
+            )
+            return
+        for item in super().collect():
+            item.user_properties.append((PROPERTY, self.corpus.describe()))
+            if any(run.name == item.name for run in self.plan.runs):
+                item.user_properties.append((COMMAND_PROPERTY, self.command(item.name)))
+            yield item
+
+    def variant_runs(self, text: str) -> list[VariantRun]:
+        self.settings = knob_settings(text)
+        runs = []
+        for run in self.plan.runs:
+            options = args_to_options(list(run.args))
+            variant = next((value for name, value in options if name == "ip_version"), None)
+            marks = (pytest.mark.xfail(reason=_SLOW_REASON),) if run.on_failure == "xfail" else ()
+            runs.append(VariantRun(run.name, variant or run.name, options, marks))
+        return runs
+
+    def command(self, name: str) -> str:
+        """The kernel runner's command line for the run `name` (in the item's report)."""
+        run = next(run for run in self.plan.runs if run.name == name)
+        return command_line(run, self.path.name)
+
+
+class RunnerVerdict(pytest.Item):
+    """A script the kernel's runner itself refuses (fails) or skips: one item saying so."""
+
+    def __init__(self, *, refused: str, skipped: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.refused = refused
+        self.skipped = skipped
+
+    def runtest(self) -> None:
+        if self.skipped:
+            pytest.skip(f"the kernel's runner skips {self.path.name}: {self.skipped}")
+        raise KernelsError(f"the kernel's runner refuses {self.path.name}: {self.refused}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        return str(excinfo.value)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.path.name}: runner"
+
+
+def _knobs(config: pytest.Config) -> KnobProbe:
+    if _KNOBS not in config.stash:
+        config.stash[_KNOBS] = KnobProbe()
+    return config.stash[_KNOBS]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A script whose init settings this kernel refuses is a skip saying which and why."""
+    script = item.parent
+    if not isinstance(script, CorpusScript) or not script.settings:
+        return
+    from netns.pytest_plugin import ready
+
+    ready(item.config)  # the probe unshares a namespace: fail with the fix if we cannot
+    try:
+        refused = _knobs(item.config).refused(script.settings)
+    except KernelsError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    if refused:
+        pytest.skip(why_skipped(refused))
+
+
+def _congestion_refused(item: pytest.Item, script: CorpusScript) -> str | None:
+    """Why a failure is not judged here: the namespace may not set the congestion control
+    the corpus's defaults.sh asks for, so the script ran under the host's default."""
+    wanted = default_congestion(script.corpus.path)
+    if wanted is None:
+        return None
+    setting = f"{CONGESTION_KNOB}={wanted}"
+    answer = _knobs(item.config).refused([setting]).get(setting)
+    if answer is None:
+        return None
+    try:
+        allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().strip()
+    except OSError:
+        allowed = "unknown"
+    return (
+        f"not judged here: defaults.sh sets net.ipv4.tcp_congestion_control={wanted}, which a "
+        f"network namespace of this host may not ({answer}: the host's "
+        f"tcp_allowed_congestion_control is '{allowed}'), so the script ran under another "
+        "congestion control; a VM guest of the matrix judges it"
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failure of a corpus script under a congestion control it did not ask for is an
+    XFAIL with the reason (a pass stays a pass: the script's checks held anyway)."""
+    report: pytest.TestReport = yield
+    script = item.parent
+    if call.when != "call" or not report.failed or not isinstance(script, CorpusScript):
+        return report
+    try:
+        why = _congestion_refused(item, script)
+    except KernelsError:
+        return report
+    if why is not None:
+        failed = next(iter(report.longreprtext.splitlines()), "")
+        failed = failed.removeprefix(f"{script.corpus.path}/")  # the script's name suffices
+        report.outcome = "skipped"
+        report.wasxfail = f"{why}; the run failed with: {failed}"
+    return report
