@@ -88,7 +88,7 @@ def test_the_github_steps_are_the_workflows_own() -> None:
     assert names == ["Install zstd (cache compression)", "Install", clean_root.TEST_STEP]
     assert steps[1][1] == "scripts/setup --vm"
     assert steps[2][1] == ("scripts/matrix --kernels bookworm-6.1 --shard 1/1 --output shards/1 "
-                           "tests/cases/test_c13_veth_csum_offload.py")  # fmt: skip
+                           "tests/cases/test_c13_veth_csum_offload.py $NIGHTLY_ARGS")  # fmt: skip
 
 
 def test_an_expression_the_runner_would_fill_is_an_error() -> None:

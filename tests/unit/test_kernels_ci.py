@@ -36,7 +36,10 @@ def test_github_runs_every_shard_then_merges() -> None:
     assert "scripts/setup --vm" in commands
     shard_id = "${{ matrix.shard }}"
     assert (f"scripts/matrix --kernels {','.join(kernels)} --shard {shard_id}/3 "
-            f"--output shards/{shard_id} tests/cases -k 'vxlan or gre'") in commands  # fmt: skip
+            f"--output shards/{shard_id} tests/cases -k 'vxlan or gre' $NIGHTLY_ARGS"
+            ) in commands  # fmt: skip
+    nightly = "${{ github.event_name == 'schedule' && '--kernel-pkt-corpus=auto' || '' }}"
+    assert shard["env"]["NIGHTLY_ARGS"] == nightly  # the kernel's corpus, nightly only
     merge = workflow["jobs"]["merge"]
     assert merge["needs"] == "shard" and merge["if"] == "always()"
     runs = [step.get("run", "") for step in merge["steps"]]
@@ -95,7 +98,8 @@ def test_gitlab_caches_inside_the_project_and_is_interruptible() -> None:
     pipeline = yaml.safe_load(gitlab(["bookworm-6.1", "running"], 2, ["tests/cases"]))
     shard = pipeline["matrix-shard"]
     assert shard["before_script"] == [
-        'export XDG_CACHE_HOME="$PWD/.cache" CARGO_HOME="$PWD/.cargo"'
+        'export XDG_CACHE_HOME="$PWD/.cache" CARGO_HOME="$PWD/.cargo" NIGHTLY_ARGS=',
+        'if [ "$CI_PIPELINE_SOURCE" = schedule ]; then NIGHTLY_ARGS=--kernel-pkt-corpus=auto; fi',
     ]
     paths = [path for cache in shard["cache"] for path in cache["paths"]]
     assert paths == [".venv/", ".cargo/bin/virtiofsd", ".cache/netregress/kernels/debian/",
