@@ -38,13 +38,21 @@ def _tcpdumps_in(names: list[str]) -> list[int]:
     return [pid for name in names for pid in reaper.pids_in(f"/run/netns/{name}")]
 
 
+# A run started from a background job inherits SIGINT ignored, and Python then installs no
+# KeyboardInterrupt handler: the child takes Ctrl-C the way a user's run at a terminal does.
+_PYTEST_WITH_CTRL_C = (
+    "import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.exit(pytest.main(sys.argv[1:]))"
+)
+
+
 def _start_blocking_run(tmp_path: Path) -> tuple[subprocess.Popen, list[str]]:
     (tmp_path / "test_block.py").write_text(BLOCKING_TEST)
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "pytest",
+            "-c",
+            _PYTEST_WITH_CTRL_C,
             "-s",
             "-q",
             "-p",
