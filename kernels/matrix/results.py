@@ -39,8 +39,10 @@ def _outcome(reports: Sequence[pytest.TestReport]) -> tuple[Outcome, str, str]:
         if report.failed:
             crash = getattr(report.longrepr, "reprcrash", None)
             text = report.longreprtext
-            last = (text.strip().splitlines() or [""])[-1]
-            message = crash.message if crash is not None else last
+            # Without a traceback (a .pkt item's own repr), the text leads with the error;
+            # its last lines are pointers (the script line, the pcap).
+            first = (text.strip().splitlines() or [""])[0]
+            message = crash.message if crash is not None else first
             return "fail", message.splitlines()[0] if message else "", text
     for report in reports:
         if report.skipped:
