@@ -13,19 +13,24 @@ revision that panics during boot for an unrelated reason says nothing about it.
 """
 
 import argparse
+import json
 import os
+import platform
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from kernels import tools
 from kernels.acquire.from_source.builder import BuildRequest, build
-from kernels.acquire.from_source.source import SourceTree, git_tree
+from kernels.acquire.from_source.source import SourceTree, git_source, git_tree
+from kernels.acquire.kernel import GitSource
 from kernels.bisect.vmtest import add_run_options, run_tests
 from kernels.errors import KernelsError
 from kernels.matrix.runner import KernelRun
 from kernels.paths import REPO_ROOT
+from kernels.report import kcidb
 from netregress.errors import run_cli
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
@@ -165,6 +170,13 @@ def parser() -> argparse.ArgumentParser:
         if name == "run":
             cmd.add_argument("--good", required=True, help="a revision where the tests pass")
             cmd.add_argument("--bad", required=True, help="a revision where they fail")
+            cmd.add_argument(
+                "--kcidb",
+                type=Path,
+                metavar="FILE",
+                help="also write the result as KCIDB data: the first bad commit blamed for "
+                "the failing test (docs/kcidb.md)",
+            )
         cmd.add_argument(
             "--crash-is-bad",
             action="store_true",
@@ -206,8 +218,18 @@ def _run(args: argparse.Namespace) -> int:
     tools.require_root()
     tools.qemu(), tools.virtiofsd()
     _check_selection(args.pytest_args)
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     first_bad = bisect(tree, args.good, args.bad, _step_args(args))
     print(f"first bad commit: {git(tree.path, 'log', '-1', '--format=%H %s', first_bad)}")
+    if args.kcidb is not None:
+        checked_out = git_source(tree.path)
+        source = GitSource(first_bad, checked_out.repository_url if checked_out else "")
+        subject = git(tree.path, "log", "-1", "--format=%s", first_bad)
+        data = kcidb.bisect_culprit(
+            source, subject, args.good, args.pytest_args, started, platform.machine()
+        )
+        args.kcidb.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"KCIDB data: {args.kcidb}")
     return 0
 
 

@@ -47,6 +47,11 @@ _GITLAB_NOTE = """\
 """
 
 
+def _on_schedule(scheduled: str, otherwise: str) -> str:
+    """A GitHub expression: `scheduled` in a scheduled run, else `otherwise`."""
+    return f"${{{{ github.event_name == 'schedule' && {scheduled} || {otherwise} }}}}"
+
+
 def _shard_command(kernels: list[str], count: int, shard: str, selection: list[str]) -> str:
     """The shard's run; `$NIGHTLY_ARGS` unquoted, so that an empty one adds no argument."""
     return (
@@ -120,8 +125,8 @@ def github(kernels: list[str], count: int, selection: list[str]) -> str:
         "runs-on": "ubuntu-latest",
         "container": dict(container),
         # The nightly corpus takes hours per kernel under TCG: the longest GitHub allows.
-        "timeout-minutes": "${{ github.event_name == 'schedule' && 360 || 120 }}",
-        "env": {"NIGHTLY_ARGS": f"${{{{ github.event_name == 'schedule' && '{NIGHTLY_ARGS}' || '' }}}}"},
+        "timeout-minutes": _on_schedule("360", "120"),
+        "env": {"NIGHTLY_ARGS": _on_schedule(f"'{NIGHTLY_ARGS}'", "''")},
         "strategy": {"fail-fast": False, "matrix": {"include": include}},
         "steps": [
             {"uses": "actions/checkout@v4"},

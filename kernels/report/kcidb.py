@@ -201,6 +201,69 @@ def _published_at(url: str) -> str:
     return url.rstrip("/")
 
 
+def _validated(data: dict[str, Any]) -> dict[str, Any]:
+    try:
+        schema.LATEST.validate(data)
+    except jsonschema.exceptions.ValidationError as exc:
+        where = "/".join(str(part) for part in exc.absolute_path)
+        raise KernelsError(f"KCIDB export does not match schema {schema.LATEST}: {where}: "
+                           f"{exc.message}") from None  # fmt: skip
+    return data
+
+
+def bisect_culprit(
+    git: GitSource, subject: str, good: str, selection: list[str], started: str, arch: str
+) -> dict[str, Any]:
+    """A bisect's result as KCIDB data: the first bad commit as a checkout (its git fields)
+    with its build, the selection's failing test there, and an issue that blames the code of
+    that commit (`culprit`), its subject as the report subject, tied to the test by an
+    incident: how KCIDB says "this commit broke this test"."""
+    base = f"{ORIGIN}:bisect:{git.commit}"
+    name = " ".join(selection) or "the selected tests"
+    checkout = {
+        "id": base,
+        "origin": ORIGIN,
+        "start_time": started,
+        "valid": True,
+        "comment": f"first bad commit: {git.commit[:12]} {subject}",
+    } | _git_fields(git)
+    build = {
+        "id": f"{base}:build",
+        "checkout_id": base,
+        "origin": ORIGIN,
+        "start_time": started,
+        "architecture": arch,
+        "status": "PASS",
+    }
+    paths = [test_path(item) for item in selection if "::" in item or item.endswith(".py")]
+    test = {
+        "id": f"{base}:test",
+        "build_id": build["id"],
+        "origin": ORIGIN,
+        "path": paths[0] if len(paths) == 1 else f"{ORIGIN}.bisect",
+        "status": "FAIL",
+        "start_time": started,
+        "comment": f"fails from {git.commit[:12]} on ({good} passes)",
+        "misc": {"selection": selection},
+    }
+    issue = {
+        "id": base,
+        "version": 1,
+        "origin": ORIGIN,
+        "report_subject": f"{git.commit[:12]} {subject}",
+        "comment": f"git bisect: {git.commit} is the first bad commit for {name}",
+        "culprit": {"code": True, "tool": False, "harness": False},
+    }
+    incident = {"id": f"{base}:incident", "origin": ORIGIN, "issue_id": base,
+                "issue_version": 1, "test_id": test["id"], "present": True}  # fmt: skip
+    version = schema.LATEST
+    return _validated({
+        "version": {"major": version.major, "minor": version.minor},
+        "checkouts": [checkout], "builds": [build], "tests": [test],
+        "issues": [issue], "incidents": [incident],
+    })  # fmt: skip
+
+
 def export(rec: record.Record, url: str = "") -> dict[str, Any]:
     """KCIDB data for a result directory's record, validated against the latest schema; with
     `url` (where the directory is published) each test links its kernel's KTAP file and
@@ -212,10 +275,4 @@ def export(rec: record.Record, url: str = "") -> dict[str, Any]:
         for key, objects in _kernel_objects(rec, entry, base).items():
             data.setdefault(key, []).extend(objects)
     data["issues"] = list({issue["id"]: issue for issue in data.get("issues", [])}.values())
-    try:
-        version.validate(data)
-    except jsonschema.exceptions.ValidationError as exc:
-        where = "/".join(str(part) for part in exc.absolute_path)
-        raise KernelsError(f"KCIDB export does not match schema {version}: {where}: "
-                           f"{exc.message}") from None  # fmt: skip
-    return data
+    return _validated(data)

@@ -146,3 +146,30 @@ def test_a_kernel_built_from_a_git_tree_names_its_checkout(run: Path, tmp_path: 
     assert checkout["git_repository_url"] == git.repository_url
     assert checkout["git_repository_branch"] == "main"
     assert checkout["patchset_hash"] == "b" * 64
+
+
+def test_a_bisect_result_blames_the_first_bad_commit() -> None:
+    """`scripts/bisect --kcidb`: the first bad commit is a checkout with its git fields, the
+    selection's test fails there, and an issue blames that commit's code (culprit) with its
+    subject, tied to the test by an incident; all of it valid against KCIDB's schema."""
+    commit = "4b9d3f1c0e2a5d6b7c8e9f0a1b2c3d4e5f6a7b8c"
+    source = GitSource(commit, "https://git.kernel.org/pub/scm/linux/kernel/git/netdev/net.git")
+    data = kcidb.bisect_culprit(
+        source,
+        "tcp: refine the write-queue limit",
+        "v6.0",
+        ["tests/cases/test_c01_tcp_wqueue_too_big.py"],
+        "2026-11-26T00:00:00+00:00",
+        "x86_64",
+    )
+    schema.LATEST.validate(data)
+    (checkout,), (test,), (issue,), (incident,) = (
+        data[key] for key in ("checkouts", "tests", "issues", "incidents")
+    )
+    assert checkout["git_commit_hash"] == commit
+    assert checkout["git_repository_url"].startswith("https://git.kernel.org/")
+    assert test["status"] == "FAIL"
+    assert test["path"] == kcidb.test_path("tests/cases/test_c01_tcp_wqueue_too_big.py")
+    assert issue["culprit"] == {"code": True, "tool": False, "harness": False}
+    assert issue["report_subject"] == "4b9d3f1c0e2a tcp: refine the write-queue limit"
+    assert (incident["issue_id"], incident["test_id"]) == (issue["id"], test["id"])
