@@ -39,9 +39,11 @@ def _outcome(reports: Sequence[pytest.TestReport]) -> tuple[Outcome, str, str]:
         if report.failed:
             crash = getattr(report.longrepr, "reprcrash", None)
             text = report.longreprtext
-            # Without a traceback (a .pkt item's own repr), the text leads with the error;
-            # its last lines are pointers (the script line, the pcap).
-            first = (text.strip().splitlines() or [""])[0]
+            # Without a crash entry: pytest's own "E " line, else the text's first line (a
+            # .pkt item's repr leads with its error; its last lines are pointers: the
+            # script line, the pcap).
+            lines = text.strip().splitlines() or [""]
+            first = next((line for line in lines if line.startswith("E ")), lines[0])
             message = crash.message if crash is not None else first
             return "fail", message.splitlines()[0] if message else "", text
     for report in reports:

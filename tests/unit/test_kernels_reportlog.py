@@ -68,7 +68,10 @@ def _report(when: Literal["setup", "call", "teardown"],
     ([_report("setup", "skipped", ("t.py", 1, "Skipped: no gre"))], ("skip", "Skipped: no gre")),
     ([_report("setup", "skipped", ["t.py", 1, "Skipped: no gre"])], ("skip", "Skipped: no gre")),
     ([_report("call", "passed"), _report("teardown", "failed", "leak")], ("fail", "leak")),
-], ids=["pass", "fail", "xfail", "skip", "skip-from-json", "teardown-error"])  # fmt: skip
+    ([_report("call", "failed", "s.pkt:5: error handling packet: bad ack\nscript line: 5\n"
+                                "pcap: /tmp/s.pcap")],
+     ("fail", "s.pkt:5: error handling packet: bad ack")),
+], ids=["pass", "fail", "xfail", "skip", "skip-from-json", "teardown-error", "pkt"])  # fmt: skip
 def test_cell_from_phase_reports(
     reports: list[pytest.TestReport], expected: tuple[str, str]
 ) -> None:
