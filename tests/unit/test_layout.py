@@ -94,3 +94,94 @@ def test_the_base_package_needs_only_the_standard_library() -> None:
         if target.split(".")[0] not in allowed
     ]
     assert not foreign, "\n".join(foreign)
+
+
+def _module_files() -> dict[str, Path]:
+    return {_module_name(path): path for path in _sources()}
+
+
+def _module_edges(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module → the modules of ours it imports, every import counted (at the top, inside a
+    function, under `if TYPE_CHECKING:`): each is a dependency, whether Python runs it at import
+    time or later. `from package import name` points at the module `package.name` when there is
+    one, else at the package's `__init__` (a face that re-exports names ties through it)."""
+    edges: dict[str, set[str]] = {module: set() for module in modules}
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+                if node.level:
+                    parts = package.split(".")
+                    base = parts[: len(parts) - node.level + 1]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                targets = [
+                    f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
+                    for alias in node.names
+                ]
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != module:
+                    edges[module].add(target)
+    return edges
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """Layers between packages are not enough: two files of one package that import each
+    other (one of them lazily, or only for type checking) cannot be understood, tested or
+    moved apart. Break a circle by moving the shared piece down, not by hiding the import."""
+    cycles = _cycles(_module_edges(_module_files()))
+    assert not cycles, "import circles:\n" + "\n".join(" ⇄ ".join(c) for c in cycles)
+
+
+def test_the_circle_finder_finds_a_circle_and_only_that() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(edges) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
