@@ -58,8 +58,14 @@ def test_a_packet_early_only_by_our_lag_is_not_checkable() -> None:
     assert side and "timing error" in side
     assert seen.error == "early"
     assert seen.engine_behind_usecs == pytest.approx(LAG, abs=1000)
-    result = RunResult("lag.pkt", False, message=f"lag.pkt:4: {side}", line=4,
-                       timing_error=seen.error, engine_behind_usecs=seen.engine_behind_usecs)
+    result = RunResult(
+        "lag.pkt",
+        False,
+        message=f"lag.pkt:4: {side}",
+        line=4,
+        timing_error=seen.error,
+        engine_behind_usecs=seen.engine_behind_usecs,
+    )
     record = judge_run(result, Config().tolerance)
     assert (record.verdict, record.cause) == ("not-checkable", ENGINE_BEHIND)
     assert record.summary().startswith(
@@ -74,6 +80,7 @@ def test_broken_variant_a_packet_early_before_the_engine_should_have_acted_fails
     """Sent 10 ms before the first packet it follows: early against any engine, fast or not."""
     side, seen = _judge_second_packet(-10_000)
     assert seen.error == "early" and not seen.engine_behind_usecs
-    result = RunResult("lag.pkt", False, message=f"lag.pkt:4: {side}", line=4,
-                       timing_error=seen.error)
+    result = RunResult(
+        "lag.pkt", False, message=f"lag.pkt:4: {side}", line=4, timing_error=seen.error
+    )
     assert judge_run(result, Config().tolerance).verdict == "failed"
