@@ -35,7 +35,7 @@ from .model import (
 )
 from .state import State
 from .syscalls import Executor
-from .tolerance import LATE, event_words
+from .tolerance import EARLY, LATE, event_words
 from .wire import ACK, SYN, IcmpHeader, Packet, TcpHeader, UdpHeader, decode, encode
 
 _POLL = 0.02  # how often long waits look at the blocking-call thread for errors
@@ -59,6 +59,7 @@ class TimingSeen:
     late_event: str = ""
     error: str = ""
     error_late_usecs: int = 0
+    engine_behind_usecs: int = 0  # an early error that rests on our own lag: that lag
 
 
 @dataclass
@@ -68,7 +69,11 @@ class Timed:
     ``earliest`` is ``start`` counted from the instant the previous event began to take effect
     (see :meth:`Runtime.anchor`); only the early edge of the timing check uses it. ``act`` is
     when the engine acts (injects, calls, runs): ``start`` counted from the instant the
-    previous event was done in the kernel, between ``earliest`` and ``start``."""
+    previous event was done in the kernel, between ``earliest`` and ``start``. ``ideal`` is
+    ``earliest`` as an engine without lag would have counted it: from when the engine should
+    have acted on the previous event, when that event was the engine's own (an injection, a
+    call, a command) and it acted late. An event early against ``earliest`` but not against
+    ``ideal`` looks early only by our lag (:meth:`Runtime.judge_time`)."""
 
     start: int
     end: int | None
@@ -76,6 +81,7 @@ class Timed:
     blocking_end: int | None
     earliest: int
     act: int
+    ideal: int
 
 
 @dataclass(frozen=True)
@@ -119,7 +125,7 @@ class BlockingCall:
         actual = rt.clock.now()
         gap = timed.blocking_end - timed.start
         due = (timed.blocking_end, timed.blocking_end)
-        if rt.judge_time(self.event, "system call return", due, due[0], actual, gap):
+        if rt.judge_time(self.event, "system call return", due, (due[0], due[0]), actual, gap):
             raise RuntimeFailure(
                 f"{rt.script.path}:{self.event.line}: timing error: expected "
                 f"system call return at {secs(timed.blocking_end):.6f} sec but "
@@ -201,18 +207,28 @@ class Runtime:
         event: Event,
         what: str,
         due: tuple[int, int],
-        earliest: int,
+        early_edges: tuple[int, int],
         actual: int,
         gap: int,
     ) -> str:
         """``early``/``late`` if ``actual`` misses ``earliest``..``due[1]`` under the run's
         tolerance (late slack on the late side only), else ``""``; remembers the worst lateness
-        and which event (``what``, due in ``due``) it was."""
+        and which event (``what``, due in ``due``) it was.
+
+        ``early_edges`` is (``earliest``, ``ideal``) of :class:`Timed`. When an event is early
+        against the first but not against the second, the expectation counted from an action
+        of ours that came late (this machine stalled between two lines): a packet the kernel
+        had already sent, not caused by that action, then looks early by our lag alone. The
+        error stands, and the lag is remembered so the policy reports the run as not
+        checkable instead of failed; a faster engine would have judged it, we cannot."""
+        earliest, ideal = early_edges
         side, late_by = self.cfg.tolerance.judge(earliest, due[1], actual, gap)
         seen = self.seen
         if side:
             if not seen.error:
                 seen.error, seen.error_late_usecs = side, late_by
+                if side == EARLY and not self.cfg.tolerance.judge(ideal, due[1], actual, gap)[0]:
+                    seen.engine_behind_usecs = earliest - ideal
         elif late_by > seen.late_usecs:
             seen.late_usecs, seen.late_line = late_by, event.line
             seen.late_event = event_words(what, *due)
@@ -225,7 +241,8 @@ class Runtime:
         gap = timed.start - prev
         end = timed.start if timed.end is None else timed.end
         what = event.describe()
-        if not self.judge_time(event, what, (timed.start, end), timed.earliest, actual, gap):
+        edges = (timed.earliest, timed.ideal)
+        if not self.judge_time(event, what, (timed.start, end), edges, actual, gap):
             return None
         if timed.end is not None:
             if event.time.relative:
@@ -287,9 +304,9 @@ class Runtime:
         t = event.time
         if not (t.relative or t.any_time):
             end = t.end_usecs
-            return Timed(t.usecs, end, 0, t.blocking_end, t.usecs, t.usecs)
+            return Timed(t.usecs, end, 0, t.blocking_end, t.usecs, t.usecs, t.usecs)
         if prev is not None and prev.is_inbound and event.is_inbound and prev_timed is not None:
-            base = earliest = acted = prev_timed.act
+            base = earliest = acted = ideal = prev_timed.act
         else:
             base = self.clock.now() if prev is not None else 0
             # Like upstream, a relative time counts from "now", once the previous event is
@@ -305,6 +322,13 @@ class Runtime:
             # of it. So the engine acts counting from when the kernel was done, while the
             # timing checks keep their edges.
             acted = base if self.done is None else self.done
+            # Where a lag-free engine would have acted on the previous line, when that line
+            # was ours to act on (a packet the kernel sent is its own instant, never ours).
+            ideal = (
+                earliest
+                if prev_timed is None or prev is None or prev.is_outbound
+                else min(earliest, prev_timed.act)
+            )
         end = (
             None
             if t.end_usecs is None
@@ -315,7 +339,15 @@ class Runtime:
             if t.blocking_end is None
             else (base + t.blocking_end if t.relative else t.blocking_end)
         )
-        return Timed(base + t.usecs, end, base, blocking_end, earliest + t.usecs, acted + t.usecs)
+        return Timed(
+            base + t.usecs,
+            end,
+            base,
+            blocking_end,
+            earliest + t.usecs,
+            acted + t.usecs,
+            ideal + t.usecs,
+        )
 
     def dispatch(self, event: Event, timed: Timed, prev: int | None) -> None:
         action = event.action
