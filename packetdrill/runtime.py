@@ -70,10 +70,11 @@ class Timed:
     (see :meth:`Runtime.anchor`); only the early edge of the timing check uses it. ``act`` is
     when the engine acts (injects, calls, runs): ``start`` counted from the instant the
     previous event was done in the kernel, between ``earliest`` and ``start``. ``ideal`` is
-    ``earliest`` as an engine without lag would have counted it: from when the engine should
-    have acted on the previous event, when that event was the engine's own (an injection, a
-    call, a command) and it acted late. An event early against ``earliest`` but not against
-    ``ideal`` looks early only by our lag (:meth:`Runtime.judge_time`)."""
+    ``earliest`` as an engine without lag would have counted it: on the time line of the
+    kernel's last packet, with each action of ours since then taken at its script time and
+    lasting as long as it really did (:meth:`Runtime.lag_free_done`). An event early against
+    ``earliest`` but not against ``ideal`` looks early only by our lag
+    (:meth:`Runtime.judge_time`)."""
 
     start: int
     end: int | None
@@ -163,6 +164,7 @@ class Runtime:
         self.executor = Executor(self.state)
         self.began: int | None = None  # script usec at which the latest event took effect
         self.done: int | None = None  # script usec at which the kernel was done with it
+        self.ideal_done: int | None = None  # the same, had the engine never lagged
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
         self.warnings: list[str] = []
@@ -298,7 +300,20 @@ class Runtime:
                     f"time goes backward in script from {prev_time} usec to {timed.start} usec",
                 )
             self.dispatch(event, timed, prev_time)
+            self.ideal_done = self.lag_free_done(event, timed)
             prev, prev_timed = event, timed
+
+    def lag_free_done(self, event: Event, timed: Timed) -> int | None:
+        """When the kernel would have been done with ``event`` had the engine never lagged.
+
+        A packet the kernel sent is its own instant. An action of ours (injection, call,
+        command, code) is counted from its ``ideal`` time and lasts as long as it really did:
+        the kernel's share of it is real, and keeping our share too only makes the lag-free
+        time line later, never earlier than it could have been."""
+        began, done = self.began, self.done
+        if event.is_outbound or began is None or done is None:
+            return done
+        return min(done, timed.ideal + max(0, done - began))
 
     def anchor(self, event: Event, prev: Event | None, prev_timed: Timed | None) -> Timed:
         t = event.time
@@ -306,7 +321,8 @@ class Runtime:
             end = t.end_usecs
             return Timed(t.usecs, end, 0, t.blocking_end, t.usecs, t.usecs, t.usecs)
         if prev is not None and prev.is_inbound and event.is_inbound and prev_timed is not None:
-            base = earliest = acted = ideal = prev_timed.act
+            base = earliest = acted = prev_timed.act
+            ideal = min(acted, prev_timed.ideal)
         else:
             base = self.clock.now() if prev is not None else 0
             # Like upstream, a relative time counts from "now", once the previous event is
@@ -322,13 +338,7 @@ class Runtime:
             # of it. So the engine acts counting from when the kernel was done, while the
             # timing checks keep their edges.
             acted = base if self.done is None else self.done
-            # Where a lag-free engine would have acted on the previous line, when that line
-            # was ours to act on (a packet the kernel sent is its own instant, never ours).
-            ideal = (
-                earliest
-                if prev_timed is None or prev is None or prev.is_outbound
-                else min(earliest, prev_timed.act)
-            )
+            ideal = earliest if self.ideal_done is None else min(earliest, self.ideal_done)
         end = (
             None
             if t.end_usecs is None
