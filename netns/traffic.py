@@ -17,15 +17,11 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from netregress.errors import NetregressError
-from netregress.process import in_netns
+from netregress.process import Process, in_netns
 
-if TYPE_CHECKING:
-    from netregress.process import Process
-
-    from .namespace import Namespace
+from .handle import Handle
 
 _READY_TIMEOUT = 10.0
 # The helper scripts run here (and the cases' own) need only the standard library: they
@@ -35,7 +31,7 @@ STDLIB_PYTHON = (sys.executable, "-S")
 
 
 def ping(
-    ns: "Namespace",
+    ns: Handle,
     dst: str,
     count: int = 1,
     wait: float = 2,
@@ -86,7 +82,7 @@ class TcpEchoServer:
     the block never races the bind.
     """
 
-    def __init__(self, ns: "Namespace", addr: str, port: int) -> None:
+    def __init__(self, ns: Handle, addr: str, port: int) -> None:
         self.ns, self.addr, self.port = ns, addr, port
         self._proc: Process | None = None
 
@@ -131,7 +127,7 @@ def echo_deadline() -> float:
 
 
 def tcp_echo(
-    ns: "Namespace",
+    ns: Handle,
     addr: str,
     port: int,
     *,
@@ -171,7 +167,7 @@ print(sent)
 
 
 def udp_burst(
-    ns: "Namespace",
+    ns: Handle,
     dst: str,
     *,
     count: int,
@@ -200,7 +196,7 @@ def poll_until(check: Callable[[], bool], timeout: float, interval: float = 0.05
     return True
 
 
-def inject_frames(ns: "Namespace", ifname: str, frames: list[bytes]) -> None:
+def inject_frames(ns: Handle, ifname: str, frames: list[bytes]) -> None:
     """Send hand-built Ethernet frames out of *ifname* in *ns* through an AF_PACKET socket
     (build them with scapy in the test)."""
 
