@@ -9,8 +9,8 @@ pcap stops growing and then stops tcpdump by PID. ``cap.packets`` are scapy pack
 assertion about them reads like tcpdump, not like scapy's repr.
 
 The pcap is read while tcpdump still writes it (``wait_for`` polls it every 20 ms), so each
-packet is dissected once, when its record is complete: scapy dissection is the costly part,
-15-30 times more so in a TCG guest, and re-reading the whole file per poll made a wait cost
+packet is dissected once, when its record is complete: scapy dissection is the costly part
+(most of all in a TCG guest), and re-reading the whole file per poll would make a wait cost
 in proportion to everything captured before it.
 """
 

@@ -106,8 +106,8 @@ def pytest_runtest_makereport(
     (``--tb=line``), whatever the configured style.
 
     Why: an xfail shows only its reason, nobody reads its traceback, yet pytest formats it
-    anyway, parsing the test module's source and checking the file of every frame: about
-    0.25 s in a TCG guest for every broken variant of every run. Any other failure keeps
+    anyway, parsing the test module's source and checking the file of every frame, for every
+    broken variant of every run, which shows in a TCG guest. Any other failure keeps
     the configured style and its full details.
     """
     if call.excinfo is None or not _expected_failure(item, call):
