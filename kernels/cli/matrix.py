@@ -36,8 +36,9 @@ from kernels.matrix.slots import Slots, Ticket
 from kernels.paths import cache_root
 from kernels.progress import Board
 from kernels.report import kept_pcaps, record
+from kernels.report.model import build
 from kernels.report.outputs import publish
-from kernels.report.table import build, render_text
+from kernels.report.table import render_text
 from kernels.vm.procs import Children, reap_leftovers
 from kernels.vm.qemu import InitramfsLauncher
 from netregress.errors import run_cli
