@@ -28,6 +28,7 @@ from kernels.acquire.from_source.source import SourceTree, git_source, git_tree
 from kernels.acquire.kernel import GitSource
 from kernels.bisect.vmtest import add_run_options, run_tests
 from kernels.errors import KernelsError
+from kernels.matrix.results import UNEXPECTED, Outcome
 from kernels.matrix.runner import KernelRun
 from kernels.paths import REPO_ROOT
 from kernels.report import kcidb
@@ -55,11 +56,12 @@ def verdict(run: KernelRun, crash_is_bad: bool) -> tuple[int, str]:
         return ABORT, run.problem.reason
     if run.problem is not None:
         return (BAD if crash_is_bad else SKIP), f"kernel problem: {run.problem.reason}"
-    failed = [r.nodeid for r in run.results if r.outcome in ("fail", "xfail", "crash")]
+    failed = [r.nodeid for r in run.results if r.outcome in (*UNEXPECTED, Outcome.XFAIL)]
     if failed:
         return BAD, f"failed: {', '.join(failed)}"
-    if any(r.outcome == "pass" for r in run.results):
-        return GOOD, f"passed: {', '.join(r.nodeid for r in run.results if r.outcome == 'pass')}"
+    passed = [r.nodeid for r in run.results if r.outcome == Outcome.PASS]
+    if passed:
+        return GOOD, f"passed: {', '.join(passed)}"
     return SKIP, "no selected test ran (all skipped)"
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kernels.acquire.catalog import PathKernel
 from kernels.acquire.from_source.builder import BuiltKernel
+from kernels.matrix.results import UNEXPECTED
 from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
 from kernels.paths import REPO_ROOT, cache_dir
 from kernels.progress import Status
@@ -74,7 +75,7 @@ def failures(run: KernelRun) -> list[str]:
     lines = [
         f"{r.nodeid}: {r.outcome}: {r.message}"
         for r in run.results
-        if r.outcome in ("fail", "crash")
+        if r.outcome in UNEXPECTED
     ]
     if run.problem is not None:
         lines.append(f"kernel problem: {run.problem.reason}")

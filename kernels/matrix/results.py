@@ -10,6 +10,7 @@ Why build cells from pytest's own reports: the guest's results come back as thos
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import pytest
 
@@ -43,6 +44,12 @@ class TestResult:
     duration: float = 0.0
     # the guest item's user properties (name, JSON or text), e.g. its packetdrill timing record
     properties: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TestResult":
+        """A result as `dataclasses.asdict` stored it in JSON (runs.json, a mutation
+        campaign's stored results); an unknown outcome is a ValueError."""
+        return cls(**(data | {"outcome": Outcome(data["outcome"])}))
 
     def timing(self) -> TimingRecord | None:
         """The packetdrill timing record the guest's item attached as a user property, if any."""

@@ -18,7 +18,7 @@ from typing import Any
 from kernels.acquire.catalog import KernelSpec
 from kernels.acquire.kernel import BootableKernel, GitSource
 from kernels.errors import KernelsError
-from kernels.matrix.results import Outcome, TestResult
+from kernels.matrix.results import TestResult
 from kernels.matrix.runner import KernelRun
 from kernels.matrix.shard import Piece
 from kernels.report.model import CONSOLE_ROW, Matrix
@@ -96,8 +96,7 @@ def _run_from(data: dict[str, Any], base: Path) -> KernelRun:
             Path(kernel["image"]) if kernel["image"] else None,
             git=GitSource(**kernel["git"]) if kernel.get("git") else None,
         ),
-        results=[TestResult(**(result | {"outcome": Outcome(result["outcome"])}))
-                 for result in data["results"]],
+        results=[TestResult.from_dict(result) for result in data["results"]],
         problem=None if data["problem"] is None else Crash(**data["problem"]),
         accel=data["accel"],
         boot_seconds=data["boot_seconds"],
