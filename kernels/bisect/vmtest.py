@@ -16,8 +16,7 @@ from kernels.matrix.results import UNEXPECTED
 from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
 from kernels.paths import REPO_ROOT, cache_dir
 from kernels.progress import Status
-from kernels.vm.procs import Children, reap_leftovers
-from kernels.vm.qemu import InitramfsLauncher
+from kernels.vm.session import vm_session
 
 
 def add_run_options(cli: argparse.ArgumentParser, default_tests: str | None = None) -> None:
@@ -55,19 +54,15 @@ def run_tests(
     guest's output goes to `out` (default: the cache's runs/<kernel name>), so two campaigns
     judging the same kernel at once never share a folder."""
     spec = PathKernel(name=built.name, image=built.image, modules=built.modules)
-    children = Children()
-    reap_leftovers()
-    try:
+    with vm_session() as vm:
         return run_kernel(
             spec,
             RunOptions(pytest_args=pytest_args, cwd=REPO_ROOT, accel=accel),
             out or cache_dir("runs", built.name),
-            InitramfsLauncher(children),
-            children,
+            vm.launcher,
+            vm.children,
             status,
         )
-    finally:
-        children.stop_all()
 
 
 def failures(run: KernelRun) -> list[str]:
