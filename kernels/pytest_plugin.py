@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+# No public name: --junitxml's writer, whose suite name and properties say which kernel ran
+# the replayed reports (the public record_testsuite_property is a fixture, too late here).
 from _pytest.junitxml import xml_key
 
 from kernels import tools
