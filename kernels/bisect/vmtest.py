@@ -68,9 +68,7 @@ def run_tests(
 def failures(run: KernelRun) -> list[str]:
     """`nodeid: message` for each failed or crashed test, the run's problem if it had one."""
     lines = [
-        f"{r.nodeid}: {r.outcome}: {r.message}"
-        for r in run.results
-        if r.outcome in UNEXPECTED
+        f"{r.nodeid}: {r.outcome}: {r.message}" for r in run.results if r.outcome in UNEXPECTED
     ]
     if run.problem is not None:
         lines.append(f"kernel problem: {run.problem.reason}")

@@ -105,7 +105,9 @@ class RunnerProbe:
         collection otherwise)."""
         try:
             key = hashlib.sha256(
-                b"\0".join([self.stand_ins, (self.corpus / RUNNER).read_bytes(), script.read_bytes()])
+                b"\0".join(
+                    [self.stand_ins, (self.corpus / RUNNER).read_bytes(), script.read_bytes()]
+                )
                 + (b"slow" if slow else b"")
             ).hexdigest()
         except OSError as exc:

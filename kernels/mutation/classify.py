@@ -46,9 +46,7 @@ class Verdict:
 def control_problems(results: Sequence[TestResult], problem: str | None) -> list[str]:
     """Why a control run cannot serve as the baseline (empty when it can): a failed or crashed
     test, a kernel problem, or nothing run at all."""
-    found = [
-        f"{r.nodeid}: {r.outcome}: {r.message}" for r in results if r.outcome in UNEXPECTED
-    ]
+    found = [f"{r.nodeid}: {r.outcome}: {r.message}" for r in results if r.outcome in UNEXPECTED]
     if problem is not None:
         found.append(f"kernel problem: {problem}")
     if not any(r.outcome in (Cell.PASS, Cell.XFAIL) for r in results):

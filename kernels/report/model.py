@@ -65,5 +65,7 @@ def build(runs: list[KernelRun], collected: list[str]) -> Matrix:
         cells[(CONSOLE_ROW, run.name)] = console
         if problem:
             for nodeid in rows:
-                cells.setdefault((nodeid, run.name), TestResult(nodeid, Outcome.CRASH, problem.reason))
+                cells.setdefault(
+                    (nodeid, run.name), TestResult(nodeid, Outcome.CRASH, problem.reason)
+                )
     return Matrix(runs, [*rows, CONSOLE_ROW], cells)
