@@ -260,7 +260,7 @@ def fuzz(cases: int, seed: int | None, corpus: Path) -> int:
     if not paths:
         raise NetregressError(f"no *.pkt under {corpus}")
     texts = [p.read_text(encoding="latin-1") for p in paths]
-    from .variants import VARIANTS, variant_options
+    from .conventions import VARIANTS, variant_options
 
     variants = [variant_options(v) for v in VARIANTS] + [[]]
     crashes = 0

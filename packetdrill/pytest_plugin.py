@@ -38,6 +38,14 @@ from netns.session import vm_kernel
 from .backend import Backend, choose_backend, run_isolated
 from .calibrate import Calibration, measure
 from .config import IP_VERSIONS, Config, apply_option
+from .conventions import (
+    BROKEN,
+    COMMON_OPTIONS,
+    EXPECT_FAIL,
+    SKIP_IF_HAS,
+    variant_options,
+    variants_for,
+)
 from .errors import ConfigError, PacketdrillError, UsageError
 from .lexer import KEYWORDS
 from .loader import CliOptions, load_script, read_script
@@ -54,14 +62,6 @@ from .tolerance import (
     late_by_the_engine,
     slack_for_scale,
     swallowed_by_the_slack,
-)
-from .variants import (
-    BROKEN,
-    COMMON_OPTIONS,
-    EXPECT_FAIL,
-    SKIP_IF_HAS,
-    variant_options,
-    variants_for,
 )
 
 
