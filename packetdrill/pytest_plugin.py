@@ -16,7 +16,7 @@ keeps the variants a run wants; a bad value is a usage error before anything run
 Timing: each process has one late-side slack (forced with ``--tolerance-scale``, or calibrated
 when the first script of the process runs: every xdist worker measures for itself, and a
 session without scripts never measures); every
-item records its :class:`~.tolerance.TimingRecord` as the ``packetdrill_timing`` user
+item records its :class:`~.timing.TimingRecord` as the ``packetdrill_timing`` user
 property (JSON, so JUnit files and the kernel matrix carry it), a pass that needed the slack is
 reported as ``PASSED~`` and listed in the terminal summary, and a run too late to judge is an
 xfail saying timing is not checkable on this machine (docs/timing-tolerance.md).
@@ -50,18 +50,20 @@ from .errors import ConfigError, PacketdrillError, UsageError
 from .lexer import KEYWORDS
 from .loader import CliOptions, load_script, read_script
 from .result import RunResult
+from .timing import (
+    TIMING_PROPERTY,
+    TimingRecord,
+    judge_lateness,
+    judge_run,
+    late_by_the_engine,
+    swallowed_by_the_slack,
+)
 from .tolerance import (
     DEFAULT_PERCENT,
     DEFAULT_USECS,
     LATE_BOUND_USECS,
-    TIMING_PROPERTY,
-    TimingRecord,
     Tolerance,
-    judge_lateness,
-    judge_run,
-    late_by_the_engine,
     slack_for_scale,
-    swallowed_by_the_slack,
 )
 
 

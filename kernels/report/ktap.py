@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from kernels.matrix.results import TestResult, from_collect_error, from_reports
-from packetdrill.tolerance import TIMING_PROPERTY, TimingRecord
+from packetdrill.timing import TIMING_PROPERTY, TimingRecord
 
 if TYPE_CHECKING:  # the report (Jinja2, plots) is the matrix's: a guest's pytest never needs it
     from kernels.report.table import Matrix

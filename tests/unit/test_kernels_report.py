@@ -21,7 +21,8 @@ from kernels.report.table import (
     write_outputs,
 )
 from kernels.vm.console import Crash
-from packetdrill.tolerance import TimingRecord, Tolerance
+from packetdrill.timing import TimingRecord
+from packetdrill.tolerance import Tolerance
 
 A, B, C = "t.py::test_a", "t.py::test_b", "t.py::test_c"
 STARTED = "2025-06-01T12:00:00+00:00"
