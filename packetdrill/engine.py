@@ -60,7 +60,7 @@ def run_script(path: str, cli_options: CliOptions) -> RunResult:
             late_error_usecs=seen.error_late_usecs,
             tolerance=tolerance,
         )
-    except Exception:  # noqa: BLE001 - an engine bug must still end as a clear failed result
+    except Exception:  # an engine bug must still end as a clear failed result
         import traceback  # the error path only: keeps it out of every engine start-up
 
         return RunResult(

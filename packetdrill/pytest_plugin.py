@@ -406,7 +406,7 @@ def run_with_tolerance(
     """:func:`run_for_test`, plus the tolerance the run had: the script's base with the
     session's slack. `arguments` replace the variant's own (:func:`variant_arguments`) for
     a corpus whose runner passes others (the kernel's ``ksft_runner.sh``)."""
-    from netns import privilege
+    from netns import artifacts, privilege
     from netns.pytest_plugin import ready
 
     ready(config)  # the run unshares a namespace: privilege, reaping
@@ -414,12 +414,7 @@ def run_with_tolerance(
         pytest.skip(why)  # and it needs a tun device
     base = variant_arguments(variant) if arguments is None else list(arguments)
     options = base + config.stash[_OPTIONS_KEY].engine_options()
-    try:
-        from netns import artifacts
-
-        options.append(("pcap", str(artifacts.new_path(f"{path.stem}-{variant}", ".pcap"))))
-    except ImportError:
-        pass
+    options.append(("pcap", str(artifacts.new_path(f"{path.stem}-{variant}", ".pcap"))))
     result = run_isolated(
         config.stash[_BACKEND_KEY], str(path), options, config.stash[SLACK_KEY].tolerance()
     )
