@@ -111,12 +111,9 @@ def _run_child(backend: Backend, path: str, options: CliOptions, timeout: float)
         return backend.run(path, options, timeout)
     fd, json_path = tempfile.mkstemp(prefix="netregress-pd-", suffix=".json")
     os.close(fd)
-    args = [f"--result_json={json_path}"]
-    args += [f"--{name}" if value is None else f"--{name}={value}" for name, value in options]
-    args.append(path)
     started = time.monotonic()
     try:
-        proc, handover = start_run(args, os.path.dirname(path))
+        proc, handover = start_run(path, options, json_path, os.path.dirname(path))
         child = finish(proc, timeout, handover)
         if child.timed_out:
             return RunResult(

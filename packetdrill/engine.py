@@ -61,7 +61,7 @@ def run_script(path: str, cli_options: CliOptions) -> RunResult:
             engine_behind_usecs=seen.engine_behind_usecs,
             tolerance=tolerance,
         )
-    except Exception:  # noqa: BLE001 - an engine bug must still end as a clear failed result
+    except Exception:  # an engine bug must still end as a clear failed result
         import traceback  # the error path only: keeps it out of every engine start-up
 
         return RunResult(

@@ -2,18 +2,19 @@
 """How an engine process starts: cold for a command line, warmed up ahead for a runner.
 
 :func:`engine_command` starts ``python -S``: the engine needs only the standard library, and
-the virtualenv's site hooks cost 1.5-2 s per start in a TCG guest. The package is found through
-the folder that holds it.
+the virtualenv's site hooks cost 1.5-2 s per start in a TCG guest. Both kinds of process start
+as a program of the package run by path (:mod:`.programs`), which finds the package through the
+folder that holds it.
 
 :func:`start_run` serves the runners' isolated runs (:func:`.backend.run_isolated`). Why warm
 up ahead: in a TCG guest a script's own work takes ~0.35 s, but a fresh ``python -S`` and the
 engine's imports take ~1.4 s more, on every run. So when a run starts its process, the next
 run's process is started too; it imports the engine while the machine is idle and then waits
-for its command line on stdin.
+for its run (a script and its options, for the engine itself, not its command line) on stdin.
 
 What keeps a warm run the same as a cold one:
 
-- **One process, one run.** A standby serves one command line and exits, so every run still
+- **One process, one run.** A standby serves one run and exits, so every run still
   unshares a fresh network namespace from a fresh process (:mod:`.netenv`).
 - **It only takes CPU nobody wants.** It warms up at ``SCHED_IDLE``, so it never delays a running
   script or test, and the runner lifts it to ``SCHED_OTHER`` before it hands over the run (the
@@ -21,7 +22,7 @@ What keeps a warm run the same as a cold one:
   ``CAP_SYS_NICE`` in the initial namespace, e.g. a rootless run) keeps no standby: its runs
   start cold, as they always did.
 - **Same environment, same folder.** The run's environment and working directory (the
-  script's folder, as upstream's runner uses) travel with the command line. A standby started
+  script's folder, as upstream's runner uses) travel with the run. A standby started
   while a variable the interpreter reads at start was different (``PYTHON*``, locale, ``TZ``)
   is discarded. Other variables may change between runs (pytest names the current test in
   ``PYTEST_CURRENT_TEST``): the run gets the values of its hand-over.
@@ -43,40 +44,14 @@ from pathlib import Path
 
 from netregress.process import Process, idle_priority, lift_priority
 
-_PACKAGE = __name__.rsplit(".", 1)[0]
-_HOME = str(Path(__file__).resolve().parents[__name__.count(".")])
-_RUN_AS_MAIN = (
-    "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
-    f"runpy.run_module({_PACKAGE!r}, run_name='__main__', alter_sys=True)"
-)
-# The working directory is not on the path: a standby warms up in the runner's.
-_SERVE = (
-    "import sys; sys.path[:] = [sys.argv.pop(1), *filter(None, sys.path)]; "
-    f"from {__name__} import serve; serve()"
-)
+from .loader import CliOptions
+
+_PROGRAMS = Path(__file__).resolve().parent / "programs"
 
 
 def engine_command() -> list[str]:
     """argv prefix that runs the builtin engine's command line in a new process."""
-    return [sys.executable, "-S", "-c", _RUN_AS_MAIN, _HOME]
-
-
-def serve() -> None:
-    """The standby's side: import what a run needs, wait for one command line, run it as
-    ``python -m packetdrill`` would. End-of-file instead of a command line: nothing to do."""
-    from . import cli, engine  # noqa: F401  (the warm-up: everything a run imports)
-
-    request = sys.stdin.buffer.read()
-    if not request:
-        return
-    run = json.loads(request)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.chdir(run["cwd"])
-    os.environ.clear()
-    os.environ.update(run["env"])
-    sys.exit(cli.main(run["argv"]))
+    return [sys.executable, "-S", str(_PROGRAMS / "main.py")]
 
 
 def _read_at_start(env: dict[str, str]) -> dict[str, str]:
@@ -104,18 +79,22 @@ _RUNNER = _Runner()
 _lifting = {"allowed": True}  # False once the kernel refused to lift a standby: no more
 
 
-def start_run(args: list[str], cwd: str) -> tuple[Process, bytes]:
-    """A process for the engine's command line *args* run from *cwd*, and the bytes to write
-    to its stdin (``Popen.communicate(input=…)``). It is this thread's standby when one is
-    ready for the current environment, a fresh process otherwise; either way the next run's
-    standby is started before the first byte reaches this one."""
+def start_run(
+    script: str, options: CliOptions, result_json: str, cwd: str
+) -> tuple[Process, bytes]:
+    """A process for the engine's run of *script* with *options* from *cwd*, which writes its
+    result to the file *result_json*, and the bytes to write to its stdin
+    (``Popen.communicate(input=…)``). It is this thread's standby when one is ready for the
+    current environment, a fresh process otherwise; either way the next run's standby is
+    started before the first byte reaches this one."""
     env = dict(os.environ)
     proc = _take_standby(env)
     if proc is None:
         proc = _spawn(idle=False)
     if _lifting["allowed"]:
         _RUNNER.standby = _Standby(_spawn(idle=True), _read_at_start(env))
-    return proc, json.dumps({"argv": args, "cwd": cwd, "env": env}).encode()
+    run = {"script": script, "options": options, "result_json": result_json, "cwd": cwd}
+    return proc, json.dumps({**run, "env": env}).encode()
 
 
 def _take_standby(env: dict[str, str]) -> Process | None:
@@ -142,7 +121,7 @@ def _lift(proc: Process) -> bool:
 
 def _spawn(idle: bool) -> Process:
     return Process(
-        [sys.executable, "-S", "-c", _SERVE, _HOME],
+        [sys.executable, "-S", str(_PROGRAMS / "standby.py")],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -16,7 +16,7 @@ keeps the variants a run wants; a bad value is a usage error before anything run
 Timing: each process has one late-side slack (forced with ``--tolerance-scale``, or calibrated
 when the first script of the process runs: every xdist worker measures for itself, and a
 session without scripts never measures); every
-item records its :class:`~.tolerance.TimingRecord` as the ``packetdrill_timing`` user
+item records its :class:`~.timing.TimingRecord` as the ``packetdrill_timing`` user
 property (JSON, so JUnit files and the kernel matrix carry it), a pass that needed the slack is
 reported as ``PASSED~`` and listed in the terminal summary, and a run too late to judge is an
 xfail saying timing is not checkable on this machine (docs/timing-tolerance.md).
@@ -38,30 +38,32 @@ from netns.session import vm_kernel
 from .backend import Backend, choose_backend, run_isolated
 from .calibrate import Calibration, measure
 from .config import IP_VERSIONS, Config, apply_option
-from .errors import ConfigError, PacketdrillError, UsageError
-from .lexer import KEYWORDS
-from .loader import CliOptions, load_script, read_script
-from .result import RunResult
-from .tolerance import (
-    DEFAULT_PERCENT,
-    DEFAULT_USECS,
-    LATE_BOUND_USECS,
-    TIMING_PROPERTY,
-    TimingRecord,
-    Tolerance,
-    judge_lateness,
-    judge_run,
-    late_by_the_engine,
-    slack_for_scale,
-    swallowed_by_the_slack,
-)
-from .variants import (
+from .conventions import (
     BROKEN,
     COMMON_OPTIONS,
     EXPECT_FAIL,
     SKIP_IF_HAS,
     variant_options,
     variants_for,
+)
+from .errors import ConfigError, PacketdrillError, UsageError
+from .lexer import KEYWORDS
+from .loader import CliOptions, load_script, read_script
+from .result import RunResult
+from .timing import (
+    TIMING_PROPERTY,
+    TimingRecord,
+    judge_lateness,
+    judge_run,
+    late_by_the_engine,
+    swallowed_by_the_slack,
+)
+from .tolerance import (
+    DEFAULT_PERCENT,
+    DEFAULT_USECS,
+    LATE_BOUND_USECS,
+    Tolerance,
+    slack_for_scale,
 )
 
 
@@ -404,7 +406,7 @@ def run_with_tolerance(
     """:func:`run_for_test`, plus the tolerance the run had: the script's base with the
     session's slack. `arguments` replace the variant's own (:func:`variant_arguments`) for
     a corpus whose runner passes others (the kernel's ``ksft_runner.sh``)."""
-    from netns import privilege
+    from netns import artifacts, privilege
     from netns.pytest_plugin import ready
 
     ready(config)  # the run unshares a namespace: privilege, reaping
@@ -412,12 +414,7 @@ def run_with_tolerance(
         pytest.skip(why)  # and it needs a tun device
     base = variant_arguments(variant) if arguments is None else list(arguments)
     options = base + config.stash[_OPTIONS_KEY].engine_options()
-    try:
-        from netns import artifacts
-
-        options.append(("pcap", str(artifacts.new_path(f"{path.stem}-{variant}", ".pcap"))))
-    except ImportError:
-        pass
+    options.append(("pcap", str(artifacts.new_path(f"{path.stem}-{variant}", ".pcap"))))
     result = run_isolated(
         config.stash[_BACKEND_KEY], str(path), options, config.stash[SLACK_KEY].tolerance()
     )

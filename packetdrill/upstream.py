@@ -8,7 +8,7 @@ produces.
 Timing: the binary knows one symmetric ``--tolerance_usecs``; late-only slack cannot be said to
 it, and widening that option would open the early side too (a retransmission that fires far too
 soon would pass). So the binary always runs with the script's own base tolerance, and a late
-timing error it reports is classified here; the policy (:func:`.tolerance.judge_run`) then
+timing error it reports is classified here; the policy (:func:`.timing.judge_run`) then
 calls a late failure that the session's slack could explain "not checkable on this machine"
 rather than a pass or a kernel failure.
 """

@@ -40,7 +40,6 @@ from kernels.corpus.source import OPTION, Corpus, for_kernel, from_directory
 from kernels.errors import KernelsError
 from kernels.report.ktap import machine_slow
 from packetdrill.pytest_plugin import PktFile, VariantRun
-from packetdrill.variants import args_to_options
 
 ANCHOR_SUFFIX = ".corpus"
 PROPERTY = "kernel_packetdrill_corpus"
@@ -203,10 +202,8 @@ class CorpusScript(PktFile):
         self.settings = knob_settings(text)
         runs = []
         for run in self.plan.runs:
-            options = args_to_options(list(run.args))
-            variant = next((value for name, value in options if name == "ip_version"), None)
             marks = (pytest.mark.xfail(reason=_SLOW_REASON),) if run.on_failure == "xfail" else ()
-            runs.append(VariantRun(run.name, variant or run.name, options, marks))
+            runs.append(VariantRun(run.name, run.variant, run.options, marks))
         return runs
 
     def command(self, name: str) -> str:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from kernels.errors import KernelsError
 from kernels.paths import cache_dir
+from packetdrill.conventions import args_to_options
+from packetdrill.loader import CliOptions
 
 RUNNER = "ksft_runner.sh"
 # The runner sources this, relative to its own real path (tools/testing/selftests/...).
@@ -47,6 +49,17 @@ class Run:
     name: str
     args: tuple[str, ...]
     on_failure: str
+
+    @property
+    def options(self) -> CliOptions:
+        """The arguments as the engine's (name, value) options."""
+        return args_to_options(list(self.args))
+
+    @property
+    def variant(self) -> str:
+        """The IP version the run passes (its test name if it passes none)."""
+        ip_version = next((value for name, value in self.options if name == "ip_version"), None)
+        return ip_version or self.name
 
 
 @dataclass(frozen=True)

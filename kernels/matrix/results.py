@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from packetdrill.tolerance import TIMING_PROPERTY, TimingRecord
+from packetdrill.timing import TIMING_PROPERTY, TimingRecord
 
 
 class Outcome(StrEnum):

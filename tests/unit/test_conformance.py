@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from packetdrill.conformance.corpus import find_jobs
-from packetdrill.conformance.outcome import cause, first_error, from_result
+from conformance.corpus import CorpusError, find_jobs
+from conformance.outcome import cause, first_error, from_result
 
 REPO = Path(__file__).resolve().parents[2]
 PASSING = """\
@@ -39,7 +39,7 @@ MARKED = (
 
 def conformance(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "packetdrill.conformance", *map(str, args)],
+        [sys.executable, "-m", "conformance", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -256,31 +256,52 @@ def test_variants_follow_upstream_naming_and_our_pins(tmp_path: Path) -> None:
     assert ("send_omit_free", None) in replaced.options
 
 
-def test_kernel_conventions_are_ksft_runners(tmp_path: Path) -> None:
-    """The kernel's runner ignores naming, runs a pinned script in its one version, the others
-    in all three, with its own defines and no --send_omit_free."""
-    for name in ("a.pkt", "b-v4.pkt"):
-        (tmp_path / name).write_text(PASSING)
-    (tmp_path / "c-v4.pkt").write_text("--ip_version=ipv6\n" + PASSING)
-    keys = [job.key for job in find_jobs(tmp_path, "kernel", "all")]
-    assert keys == [
-        "a.pkt [ipv4]",
-        "a.pkt [ipv6]",
-        "a.pkt [ipv4-mapped-ipv6]",
-        "b-v4.pkt [ipv4]",
-        "b-v4.pkt [ipv6]",
-        "b-v4.pkt [ipv4-mapped-ipv6]",
-        "c-v4.pkt [ipv6]",
+# A kernel-shaped runner of our own: its runs (IPv6 first), its arguments, and one script it
+# refuses. --conventions kernel must take all of it from the runner, nothing from our tables.
+KSFT_RUNNER = """#!/bin/bash
+source "$(dirname $(realpath $0))/../../kselftest/ktap_helpers.sh"
+script="$(basename $1)"
+if [ "$script" = refused.pkt ]; then
+	ktap_exit_fail_msg "not this one"
+	exit 1
+fi
+for v in ipv6 ipv4; do
+	unshare -n packetdrill --ip_version=$v -D WHO=$v $script > /dev/null \\
+		&& ktap_test_pass $v || ktap_test_fail $v
+done
+"""
+
+
+def test_kernel_conventions_are_what_the_corpus_runner_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runs and arguments are learnt from the corpus's own ksft_runner.sh (no naming
+    rule, no --send_omit_free); a script it refuses is one run neither engine makes."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the probe's plans
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a-v4.pkt").write_text(PASSING)
+    (corpus / "refused.pkt").write_text(FAILING)  # the runner's plans are cached by content
+    (corpus / "ksft_runner.sh").write_text(KSFT_RUNNER)
+    jobs = find_jobs(corpus, "kernel", "all")
+    assert [job.key for job in jobs] == [
+        "a-v4.pkt [ipv6]",
+        "a-v4.pkt [ipv4]",
+        "refused.pkt [runner]",
     ]
-    job = find_jobs(tmp_path, "kernel", "6")[0]
-    assert ("define", "TFO_COOKIE_ZERO=82af1a8f9a205c34") in job.options
-    assert ("mtu", "1520") in job.options
-    assert ("send_omit_free", None) not in job.options
-    assert not any(value and value.startswith("CODE=") for _, value in job.options)
+    assert jobs[0].options == [("ip_version", "ipv6"), ("define", "WHO=ipv6")]
+    assert jobs[2].not_run == "refuses it: not this one"
+    assert [job.key for job in find_jobs(corpus, "kernel", "4")] == [
+        "a-v4.pkt [ipv4]",
+        "refused.pkt [runner]",
+    ]
+    (corpus / "ksft_runner.sh").unlink()
+    with pytest.raises(CorpusError, match="no ksft_runner.sh"):
+        find_jobs(corpus, "kernel", "all")
 
 
 def test_a_reference_that_broke_crashed_and_is_not_compared() -> None:
-    from packetdrill.conformance.compare import compared
+    from conformance.compare import compared
     from packetdrill.result import RunResult
 
     crashed = from_result(
@@ -319,7 +340,7 @@ def test_first_error_and_cause_drop_paths_lines_and_numbers() -> None:
         "sysctl: cannot stat /proc/sys/x: No such file\n"
         "assertion len >= 3 failed at /src/code.c line 148\n"
     ) == ("assertion len >= 3 failed at code.c line 148")
-    from packetdrill.conformance.outcome import Outcome
+    from conformance.outcome import Outcome
 
     assert cause(Outcome("FAIL", line)) == (
         "error handling packet: timing error: expected outbound packet at N sec but "
@@ -350,7 +371,7 @@ def test_build_reference_names_missing_tools(tmp_path: Path) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()
     done = subprocess.run(
-        [sys.executable, "-m", "packetdrill.conformance", "build-reference", "--source", str(tree)],
+        [sys.executable, "-m", "conformance", "build-reference", "--source", str(tree)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -3,9 +3,9 @@
 
 import pytest
 
+from conformance.errors import UsageProblem
 from kernels.errors import KernelsError
 from netregress.errors import MissingTool, NetregressError, run_cli
-from packetdrill.conformance.errors import UsageProblem
 from packetdrill.errors import ScriptError
 
 

@@ -13,7 +13,8 @@ from tap.parser import Parser
 
 from kernels.matrix.results import Outcome, TestResult
 from kernels.report.ktap import MACHINE_SLOW, render
-from packetdrill.tolerance import TIMING_PROPERTY, TimingRecord, Tolerance
+from packetdrill.timing import TIMING_PROPERTY, TimingRecord
+from packetdrill.tolerance import Tolerance
 
 DEMO = """
 import pytest

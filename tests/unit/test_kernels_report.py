@@ -16,7 +16,8 @@ from kernels.report.model import CONSOLE_ROW, Matrix, build
 from kernels.report.outputs import publish
 from kernels.report.table import render_markdown, render_text
 from kernels.vm.console import Crash
-from packetdrill.tolerance import TIMING_PROPERTY, TimingRecord, Tolerance
+from packetdrill.timing import TIMING_PROPERTY, TimingRecord
+from packetdrill.tolerance import Tolerance
 
 A, B, C = "t.py::test_a", "t.py::test_b", "t.py::test_c"
 STARTED = "2025-06-01T12:00:00+00:00"

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS = [
     "netregress",  # naming, the process core, the error root: standard library only
     "netns",  # the namespace library
-    "packetdrill",  # the engine (uses the library only in its pytest plugin)
+    "packetdrill",  # the engine (uses the library only in its pytest plugin): a leaf
     "evidence",  # plots, trace diffs, failure pages: on top of the library and the engine
     "kernels",  # errors, paths, progress, tools shared by the kernel packages
     "kernels.acquire",
@@ -30,7 +30,7 @@ LAYERS = [
     "kernels.bisect",
     "kernels.mutation",  # mutation campaigns: builds (acquire) judged by runs (bisect.vmtest)
     "kernels.pytest_plugin",
-    "packetdrill.conformance",  # a tool over the engine and the matrix (runs in guests)
+    "conformance",  # a tool over the engine and the kernels (runs in guests, learns runners)
 ]
 
 

@@ -17,7 +17,7 @@ from packetdrill.config import Config
 from packetdrill.loader import load_script
 from packetdrill.result import RunResult
 from packetdrill.runtime import Runtime, TimingSeen
-from packetdrill.tolerance import ENGINE_BEHIND, judge_run
+from packetdrill.timing import ENGINE_BEHIND, judge_run
 
 SCRIPT = """\
 0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3

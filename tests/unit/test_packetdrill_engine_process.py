@@ -118,7 +118,9 @@ sys.path.insert(0, sys.argv[1])
 from packetdrill import engine_process
 
 def run_once():
-    proc, request = engine_process.start_run(["--dry_run", "/nonexistent.pkt"], "/")
+    proc, request = engine_process.start_run(
+        "/nonexistent.pkt", [("dry_run", None)], os.devnull, "/"
+    )
     proc.communicate(request)
     children = open(f"/proc/self/task/{os.getpid()}/children").read().split()
     return [(int(pid), os.sched_getscheduler(int(pid))) for pid in children]

@@ -11,10 +11,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from packetdrill.conventions import VARIANTS, variant_options, variants_for
 from packetdrill.errors import ScriptError
 from packetdrill.fuzz import PIECES, check, corpus_scripts, mutate
 from packetdrill.loader import load_script
-from packetdrill.variants import VARIANTS, variant_options, variants_for
 
 CORPUS = corpus_scripts(Path(__file__).parents[1])
 TEXTS = [path.read_text(encoding="latin-1") for path in CORPUS]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from packetdrill.backend import Backend, run_isolated
-from packetdrill.variants import variant_options
+from packetdrill.conventions import variant_options
 
 TESTS = Path(__file__).parents[1]
 PASSIVE = "packetdrill/tcp/passive-open-close.pkt"

@@ -12,14 +12,12 @@ import pytest
 from packetdrill.backend import Backend, run_isolated
 from packetdrill.calibrate import MAX_SLACK_USECS, slack_from
 from packetdrill.result import RunResult
+from packetdrill.timing import TIMING_PROPERTY, TimingRecord, judge_run
 from packetdrill.tolerance import (
     LATE_BOUND_USECS,
-    TIMING_PROPERTY,
-    TimingRecord,
     Tolerance,
     classify_message,
     event_words,
-    judge_run,
     slack_for_scale,
 )
 

@@ -10,7 +10,8 @@ import pytest
 
 from packetdrill.backend import Backend, choose_backend, run_isolated
 from packetdrill.errors import UsageError
-from packetdrill.tolerance import Tolerance, judge_run
+from packetdrill.timing import judge_run
+from packetdrill.tolerance import Tolerance
 from packetdrill.upstream import parse_output, upstream_argv
 
 PACKET_FAILURE = (

@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""The IP variants a ``.pkt`` script runs under, and the arguments each variant passes.
+"""The IP variants a ``.pkt`` script runs under, the arguments each variant passes, and the
+markers our corpus writes in its scripts.
 
 Upstream's corpus runner (``run_all.py`` in google/packetdrill) runs every script as IPv4,
 IPv4-mapped-IPv6 and IPv6, each with a fixed address set and a few ``-D`` defines that the
 corpus relies on (``TFO_COOKIE``, ``CMSG_LEVEL_IP`` …); a script named ``*v4.pkt`` skips the
 IPv6 variant and ``*v6.pkt`` the IPv4 ones. Our pytest plugin and the conformance harness both
 follow that convention, so it lives here once, restated as data (docs/packetdrill-language.md §12).
+The kernel's own runner (``ksft_runner.sh``) is not restated: it changes between kernels, so
+what it passes is learnt by running it (kernels/corpus/runner.py).
 """
 
 import re
@@ -67,22 +70,6 @@ VARIANTS: dict[str, list[str]] = {
 # Every script also runs with this, as upstream's runner passes it to each one.
 COMMON_OPTIONS: CliOptions = [("send_omit_free", None)]
 
-# The kernel's own corpus (tools/testing/selftests/net/packetdrill) has its runner,
-# ksft_runner.sh, with upstream's address sets, plus TFO_COOKIE_ZERO (the cookie for a zero
-# key) and without CODE; no --send_omit_free (the scripts that want it say so).
-_TFO_COOKIE_ZERO = {"ipv4": "b7c12350a90dc8f5", "ipv6": "82af1a8f9a205c34"}
-
-
-def _kernel_variant(name: str) -> list[str]:
-    words = list(VARIANTS[name])
-    if "CODE=host_unreachable" in words:  # the IPv4 sets only
-        code = words.index("CODE=host_unreachable")
-        del words[code - 1 : code + 1]  # the define and its -D
-    return [*words, "-D", f"TFO_COOKIE_ZERO={_TFO_COOKIE_ZERO[name.split('-')[0]]}"]
-
-
-KERNEL_VARIANTS: dict[str, list[str]] = {name: _kernel_variant(name) for name in VARIANTS}
-
 
 def args_to_options(args: list[str]) -> CliOptions:
     """``["--name=value", "-D", "X=1"]`` as (name, value) options."""
@@ -114,13 +101,6 @@ def upstream_variants(path: Path) -> list[str]:
         if name.endswith("v4.pkt")
         else list(VARIANTS)
     )
-
-
-def kernel_variants(text: str) -> list[str]:
-    """The kernel runner's rule (since 6.13): a ``--ip_version=`` line picks that one variant,
-    otherwise all three run, IPv4 first (6.12's runner ran IPv4 and IPv6 only)."""
-    pinned = _IP_VERSION_LINE.findall(text)
-    return pinned if pinned else ["ipv4", "ipv6", "ipv4-mapped-ipv6"]
 
 
 def variants_for(path: Path, text: str) -> list[str]:

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..backend import DEFAULT_TIMEOUT, Backend
+from packetdrill.backend import DEFAULT_TIMEOUT, Backend
+
 from . import environment, record, report
 from .compare import agrees, summarize
 from .corpus import CONVENTIONS, IP_VERSIONS, CorpusError, find_jobs
@@ -50,8 +51,9 @@ def parser() -> argparse.ArgumentParser:
         choices=CONVENTIONS,
         default="upstream",
         help="upstream: run_all.py's variants and arguments (default); ours: as our "
-        "pytest plugin runs tests/ (--ip_version pins, netregress: markers); kernel: as "
-        "the kernel's ksft_runner.sh runs its selftest corpus (use --ip-version all)",
+        "pytest plugin runs tests/ (--ip_version pins, netregress: markers); kernel: the "
+        "runs and arguments of the corpus's own ksft_runner.sh (the kernel's selftest "
+        "corpus; use --ip-version all)",
     )
     p.add_argument(
         "--ip-version",

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""``python -m packetdrill.conformance``: see :mod:`.cli`."""
+"""``python -m conformance``: see :mod:`.cli`."""
 
 import sys
 

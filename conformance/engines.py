@@ -2,16 +2,17 @@
 """The two sides being compared: the builtin engine, and a reference (a binary, or the runs
 recorded in a saved JSON for machines that have no binary).
 
-Both live engines run each job through :func:`..backend.run_isolated`: a child process in its
-own anonymous network namespace (``unshare``), started from the script's folder. Anonymous
-namespaces have no name to collide or leak, and vanish with their last process, which dies
-with us (``PR_SET_PDEATHSIG``) — so a parallel run, a crash or Ctrl-C leaves nothing behind.
+Both live engines run each job through :func:`packetdrill.backend.run_isolated`: a child
+process in its own anonymous network namespace (``unshare``), started from the script's folder.
+Anonymous namespaces have no name to collide or leak, and vanish with their last process, which
+dies with us (``PR_SET_PDEATHSIG``) — so a parallel run, a crash or Ctrl-C leaves nothing behind.
 """
 
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..backend import Backend, run_isolated
+from packetdrill.backend import Backend, run_isolated
+
 from .corpus import Job
 from .outcome import SKIP, Outcome, from_result
 
@@ -55,7 +56,8 @@ class RecordedEngine:
 
 
 def skip_reasons(jobs: list[Job]) -> dict[str, str]:
-    """Our corpus's ``skip-if-kernel-has`` markers, checked with the library's kernel probes.
+    """Our corpus's ``skip-if-kernel-has`` markers, checked with the library's kernel probes,
+    and the scripts the kernel's runner itself runs no packetdrill for.
 
     Called once, before the worker threads start: a probe creates a namespace through
     pyroute2, which forks, and forking a process whose threads hold locks is unsafe."""
@@ -63,6 +65,9 @@ def skip_reasons(jobs: list[Job]) -> dict[str, str]:
 
     reasons = {}
     for job in jobs:
+        if job.not_run:
+            reasons[job.key] = f"the kernel's runner {job.not_run}"
+            continue
         present = [name for name in job.skip_if_has if features.has(name)]
         if present:
             reasons[job.key] = f"kernel has {', '.join(present)}"

@@ -9,7 +9,7 @@ error line, path-free, to group disagreements by cause.
 import re
 from dataclasses import dataclass
 
-from ..result import RunResult
+from packetdrill.result import RunResult
 
 PASS, FAIL, TIMEOUT, SKIP, CRASH = "PASS", "FAIL", "TIMEOUT", "SKIP", "CRASH"
 _LOCATED = re.compile(r"^(?:\S*/)?(?P<rest>[^/\s:]+:\d+: .*)$")

@@ -3,11 +3,12 @@
 
 Two argument conventions exist. ``upstream`` is what google/packetdrill's ``run_all.py`` does
 with its own corpus: naming alone picks the variants, and each variant passes its fixed
-address set and ``-D`` defines (:mod:`..variants`). ``ours`` is what our pytest plugin does
-with our corpus: the same arguments, but a ``--ip_version=`` line in the script pins the
-variant, and the ``netregress:`` comment markers (expect-fail, skip-if-kernel-has) apply.
-``kernel`` is what the kernel's ``ksft_runner.sh`` does with its selftest corpus: its own
-address sets and defines, a ``--ip_version=`` line picks the variant, else all three run.
+address set and ``-D`` defines (:mod:`packetdrill.conventions`). ``ours`` is what our pytest
+plugin does with our corpus: the same arguments, but a ``--ip_version=`` line in the script pins
+the variant, and the ``netregress:`` comment markers (expect-fail, skip-if-kernel-has) apply.
+``kernel`` is what the kernel's ``ksft_runner.sh`` does with its selftest corpus: the runs and
+arguments that corpus's own runner passes, learnt by running it (:mod:`kernels.corpus.runner`),
+so a corpus of any kernel version is run as its own runner runs it.
 """
 
 import hashlib
@@ -15,21 +16,20 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernels.corpus.runner import Plan, RunnerProbe
+from kernels.errors import KernelsError
 from netregress.errors import NetregressError
-
-from ..errors import PacketdrillError
-from ..loader import CliOptions, read_script
-from ..variants import (
+from packetdrill.conventions import (
     COMMON_OPTIONS,
     EXPECT_FAIL,
-    KERNEL_VARIANTS,
     SKIP_IF_HAS,
     VARIANTS,
     args_to_options,
-    kernel_variants,
     upstream_variants,
     variants_for,
 )
+from packetdrill.errors import PacketdrillError
+from packetdrill.loader import CliOptions, read_script
 
 CONVENTIONS = ("upstream", "ours", "kernel")
 # --ip-version choices → variants kept (of those the convention chooses for a script).
@@ -57,6 +57,7 @@ class Job:
     sha256: str
     expect_fail: str | None = None
     skip_if_has: tuple[str, ...] = ()
+    not_run: str = ""  # why neither engine runs it (the kernel's runner refuses or skips it)
 
     @property
     def key(self) -> str:
@@ -86,22 +87,29 @@ def find_jobs(
     extra = _options(extra_args, "--args")
     overrides = {v: _options(a, f"--variant-args {v}") for v, a in (variant_args or {}).items()}
     wanted = IP_VERSIONS[ip_version]
-    table, common = (KERNEL_VARIANTS, []) if convention == "kernel" else (VARIANTS, COMMON_OPTIONS)
+    plans = _kernel_plans(corpus, scripts) if convention == "kernel" else {}
+    common = [] if convention == "kernel" else COMMON_OPTIONS
     jobs = []
     for script in scripts:
         text = _text(script)
-        variants = _variants(convention, script, text)
         expect = EXPECT_FAIL.search(text) if convention == "ours" else None
         skip = SKIP_IF_HAS.search(text) if convention == "ours" else None
         digest = script_digest(script)
-        for variant in (v for v in variants if v in wanted):
-            base = overrides.get(variant) or args_to_options(table[variant])
+        name = str(script.relative_to(corpus))
+        plan = plans.get(script)
+        if plan is not None and (plan.refused or plan.skipped):
+            why = f"refuses it: {plan.refused}" if plan.refused else f"skips it: {plan.skipped}"
+            jobs.append(Job(script.resolve(), name, "runner", [], digest, not_run=why))
+            continue
+        for variant, base in _runs(convention, script, text, plan):
+            if variant not in wanted:
+                continue
             jobs.append(
                 Job(
                     script.resolve(),
-                    str(script.relative_to(corpus)),
+                    name,
                     variant,
-                    base + common + extra,
+                    (overrides.get(variant) or base) + common + extra,
                     digest,
                     expect.group(1) if expect else None,
                     tuple(skip.group(1).split()) if skip else (),
@@ -110,10 +118,24 @@ def find_jobs(
     return jobs
 
 
-def _variants(convention: str, script: Path, text: str) -> list[str]:
-    if convention == "kernel":
-        return [v for v in kernel_variants(text) if v in KERNEL_VARIANTS]
-    return variants_for(script, text) if convention == "ours" else upstream_variants(script)
+def _runs(
+    convention: str, script: Path, text: str, plan: Plan | None
+) -> list[tuple[str, CliOptions]]:
+    """(variant, the variant's arguments) of every run the convention makes of one script."""
+    if plan is not None:
+        return [(run.variant, run.options) for run in plan.runs]
+    variants = variants_for(script, text) if convention == "ours" else upstream_variants(script)
+    return [(v, args_to_options(VARIANTS[v])) for v in variants]
+
+
+def _kernel_plans(corpus: Path, scripts: list[Path]) -> dict[Path, Plan]:
+    """What the corpus's own ``ksft_runner.sh`` runs for each script, as it runs without
+    ``KSFT_MACHINE_SLOW`` (whose wider tolerance is ``--args=--tolerance_usecs=14000``)."""
+    try:
+        with RunnerProbe(corpus) as probe:
+            return {script: probe.plan(script, slow=False) for script in scripts}
+    except KernelsError as err:
+        raise CorpusError(f"--conventions kernel: {err}") from None
 
 
 def _text(script: Path) -> str:

@@ -50,7 +50,7 @@ def run_in_kernel(name: str, argv: list[str], accel: str) -> tuple[dict[str, Any
     command = [
         sys.executable,
         "-m",
-        "packetdrill.conformance",
+        "conformance",
         *argv,
         "--out",
         f"{GUEST_OUT}/{_JSON}",
