@@ -10,7 +10,7 @@ ends: no other thread of the test ever changes namespace. Failures raise :class:
 worded like the ``sysctl`` command's, so callers and messages stay as they were.
 """
 
-from netregress.process import in_netns
+from netregress.netns_entry import in_netns
 
 from .errors import CmdError
 

@@ -5,7 +5,7 @@ Every generator is bounded in count and time, so a broken path shows up as a fai
 exchange within seconds instead of a hung test. They use real programs and real sockets
 inside the namespaces: the kernel under test does all the networking. The TCP echo client
 and the frame injector work from a thread of ours that entered the namespace
-(:func:`netregress.process.in_netns`), where the socket they make belongs: the same system
+(:func:`netregress.netns_entry.in_netns`), where the socket they make belongs: the same system
 calls a helper script would make, without starting a Python (~1 s in a TCG guest).
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from netregress.errors import NetregressError
-from netregress.process import in_netns
+from netregress.netns_entry import in_netns
 
 if TYPE_CHECKING:
     from netregress.process import Process

@@ -41,7 +41,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from netregress.process import Process, idle_priority, lift_priority
+from netregress.priority import idle_priority, lift_priority
+from netregress.process import Process
 
 _PACKAGE = __name__.rsplit(".", 1)[0]
 _HOME = str(Path(__file__).resolve().parents[__name__.count(".")])

@@ -13,6 +13,7 @@ revision that panics during boot for an unrelated reason says nothing about it.
 """
 
 import argparse
+import io
 import json
 import os
 import platform
@@ -31,9 +32,12 @@ from kernels.errors import KernelsError
 from kernels.matrix.runner import KernelRun
 from kernels.paths import REPO_ROOT
 from kernels.report import kcidb
+from netregress import naming
 from netregress.errors import run_cli
+from netregress.process import Process, exit_with_owner
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
+OWNER = "NETREGRESS_BISECT_OWNER"  # the bisecting run: a step ends (ABORT) when it does
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
 
 
@@ -67,6 +71,8 @@ def step(
     tree: SourceTree, pytest_args: list[str], jobs: int, accel: str, crash_is_bad: bool
 ) -> int:
     """One bisect step on the revision git checked out: build, boot, test, verdict."""
+    if OWNER in os.environ:
+        exit_with_owner(os.environ[OWNER], ABORT)
     revision = git(tree.path, "log", "-1", "--format=%h %s")
     _say(f"step at {revision}")
     try:
@@ -125,17 +131,20 @@ def bisect(tree: SourceTree, good: str, bad: str, step_args: list[str]) -> str:
             str(tree.path),
             *step_args,
         ]
-        proc = subprocess.Popen(
+        proc = Process(
             ["git", "-C", str(tree.path), "bisect", "run", *command],
-            stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT,
-            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            stdin=None, stdout=subprocess.PIPE, stderr=None, cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT), OWNER: naming.unique("bisect")},
         )  # fmt: skip
-        assert proc.stdout is not None
-        output = ""
-        for line in proc.stdout:
-            output += line
-            sys.stdout.write(line)
-        code = proc.wait()
+        try:
+            assert proc.stdout is not None
+            output = ""
+            for line in io.TextIOWrapper(proc.stdout):
+                output += line
+                sys.stdout.write(line)
+            code = proc.wait()
+        finally:
+            proc.stop()
         found = _FIRST_BAD.search(output)
         if code != 0 or not found:
             raise KernelsError(
