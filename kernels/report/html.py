@@ -27,7 +27,7 @@ from markupsafe import Markup
 from evidence.page import evidence_html
 from evidence.tracediff import align, describe, first_divergence, read_rows
 from kernels.matrix.results import TestResult
-from netns.artifacts import folder_name
+from netregress.session import folder_name
 
 if TYPE_CHECKING:
     from kernels.matrix.runner import KernelRun
