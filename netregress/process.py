@@ -168,6 +168,26 @@ class Process(subprocess.Popen[bytes]):
         return self.returncode
 
 
+def run(
+    argv: Argv,
+    *,
+    stdin: Stream = None,
+    stdout: Stream = None,
+    stderr: Stream = None,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> "subprocess.CompletedProcess[bytes]":
+    """``subprocess.run``'s job for a child that runs long (a whole test run, a pipeline): it
+    runs to the end as a :class:`Process`, so it dies with us, and is stopped by PID when we are
+    interrupted. Its streams are ours unless given, as ``subprocess.run``'s are."""
+    proc = Process(argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env)
+    try:
+        out, err = proc.communicate()
+    finally:
+        proc.stop()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 class Children:
     """The processes one owner started, stopped together (a namespace's, a matrix run's).
 

@@ -213,3 +213,11 @@ def test_work_started_for_a_run_by_another_program_ends_with_the_run(mode: str) 
         watcher.wait()
         owner.kill()
         owner.wait()
+
+
+def test_run_waits_for_the_end_and_hands_back_what_was_asked() -> None:
+    """process.run is subprocess.run's job on the core: the status, and a pipe's bytes."""
+    done = process.run(
+        [sys.executable, "-c", "import sys; print('out'); sys.exit(3)"], stdout=subprocess.PIPE
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (3, b"out\n", None)
