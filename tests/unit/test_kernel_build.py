@@ -275,7 +275,6 @@ def test_a_result_built_from_the_same_inputs_is_reused(
     assert builder._current_result(BuildRequest(theirs, name="m"), digest) is None
 
 
-
 _BUILD = """
 import subprocess, sys
 from pathlib import Path

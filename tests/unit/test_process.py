@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from netregress import naming, process
 from netns.variants import broken
+from netregress import naming, process
 from netregress.errors import NetregressError
 
 # A runner that starts one child through the core, prints the child's PID and waits to be
@@ -172,7 +172,6 @@ def test_leftovers_are_our_names_with_a_dead_owner() -> None:
     ]  # our PID, another start time: a dead run's
 
 
-
 _OWNER = """
 import time
 from netregress import naming
@@ -190,7 +189,8 @@ time.sleep(60)
 
 
 @pytest.mark.parametrize(
-    "mode", ["watch", broken("ignore", id="unwatched", why="nothing ends a process we did not start")]
+    "mode",
+    ["watch", broken("ignore", id="unwatched", why="nothing ends a process we did not start")],
 )
 def test_work_started_for_a_run_by_another_program_ends_with_the_run(mode: str) -> None:
     """exit_with_owner: a process we did not start (no PDEATHSIG of ours reaches it) exits
