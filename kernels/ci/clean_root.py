@@ -101,8 +101,8 @@ def make_root(root: Path, virtiofsd: Path | None = None) -> None:
         f"deb {MIRROR} {SUITE} {SUITE}-updates main",
         f"deb {SECURITY} {SUITE}-security main",
     ]
-    subprocess.run(["mmdebstrap", "--variant=minbase", "--mode=root", "--quiet", SUITE,
-                    str(root), *mirrors], check=True)  # fmt: skip
+    process.run(["mmdebstrap", "--variant=minbase", "--mode=root", "--quiet", SUITE,
+                 str(root), *mirrors]).check_returncode()  # fmt: skip
     apt = root / "etc/apt"
     (apt / "sources.list").unlink(missing_ok=True)
     (apt / "sources.list.d/debian.sources").write_text(_SOURCES)
