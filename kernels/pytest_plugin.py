@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+# No public name: --junitxml's writer, whose suite name and properties say which kernel ran
+# the replayed reports (the public record_testsuite_property is a fixture, too late here).
 from _pytest.junitxml import xml_key
 
 from kernels import tools
@@ -31,8 +34,8 @@ from kernels.matrix.replay import replay
 from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
 from kernels.report.junit import suite_properties
 from kernels.report.ktap import KtapWriter
-from kernels.vm.procs import Children, reap_leftovers, run_dir
-from kernels.vm.qemu import InitramfsLauncher
+from kernels.vm.procs import run_dir
+from kernels.vm.session import vm_session
 from netregress.session import VM_KERNEL, GuestHooks, VmKernel
 
 
@@ -168,19 +171,15 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
         timeout=session.config.getoption("--kernel-timeout"),
     )
     out_dir = run_dir(state.spec.name)
-    children = Children()
-    reap_leftovers()
-    try:
+    with vm_session() as vm:
         run = run_kernel(
             state.spec,
             options,
             out_dir,
-            InitramfsLauncher(children),
-            children,
+            vm.launcher,
+            vm.children,
             lambda message: _say(f"{state.spec.name}: {message}"),
         )
-    finally:
-        children.stop_all()
     _say(f"{state.spec.name}: guest output in {out_dir}")
     _junit_suite(session.config, run)
     replay(session, run)

@@ -9,8 +9,8 @@ pcap stops growing and then stops tcpdump by PID. ``cap.packets`` are scapy pack
 assertion about them reads like tcpdump, not like scapy's repr.
 
 The pcap is read while tcpdump still writes it (``wait_for`` polls it every 20 ms), so each
-packet is dissected once, when its record is complete: scapy dissection is the costly part,
-15-30 times more so in a TCG guest, and re-reading the whole file per poll made a wait cost
+packet is dissected once, when its record is complete: scapy dissection is the costly part
+(most of all in a TCG guest), and re-reading the whole file per poll would make a wait cost
 in proportion to everything captured before it.
 """
 
@@ -22,7 +22,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
@@ -33,10 +32,8 @@ from netregress.errors import NetregressError
 from netregress.process import Process
 
 from . import artifacts
+from .handle import Handle
 from .packet_lines import Packets
-
-if TYPE_CHECKING:
-    from .namespace import Namespace
 
 _READY_TIMEOUT = 10.0
 _SETTLE_POLL = 0.02
@@ -110,7 +107,7 @@ class Capture:
 
     def __init__(
         self,
-        ns: "Namespace",
+        ns: Handle,
         ifname: str,
         bpf_filter: str = "",
         path: Path | None = None,

@@ -10,8 +10,8 @@ PDEATHSIG.
 Inside a namespace the command is reported as ``ip netns exec NS …`` (what reproduces it by
 hand) but started without ``ip``: a thread of ours enters the namespace and starts the tool
 there (:func:`netregress.netns_entry.in_netns`), one exec instead of two and no mount namespace,
-the cheapest way into a namespace, which matters in a TCG guest where each exec costs tenths
-of a second. The one thing that differs is /sys, which still shows the initial namespace's
+the cheapest way into a namespace, which matters most in a TCG guest, where every exec is
+slow. The one thing that differs is /sys, which still shows the initial namespace's
 devices; a command line naming /sys therefore starts through the process core, whose child
 mounts a /sys of the namespace as ``ip netns exec`` does.
 """

@@ -9,21 +9,18 @@ with ``nstat -asz`` (absolute, all zeros included, no history file touched).
 import difflib
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING
 
 from . import artifacts
-
-if TYPE_CHECKING:
-    from .namespace import Namespace
+from .handle import Handle
 
 
-def snapshot(ns: "Namespace") -> dict[str, int]:
+def snapshot(ns: Handle) -> dict[str, int]:
     """All SNMP/netstat counters of *ns* right now."""
     out = ns.run(["nstat", "-asz", "--json"]).stdout
     return {k: int(v) for k, v in json.loads(out)["kernel"].items()}
 
 
-def moved(ns: "Namespace", name: str, since: Mapping[str, int]) -> int:
+def moved(ns: Handle, name: str, since: Mapping[str, int]) -> int:
     """How far counter *name* of *ns* has moved since the snapshot *since*, read now.
 
     For a case that waits for an outcome while a counter can already settle its verdict
@@ -32,7 +29,7 @@ def moved(ns: "Namespace", name: str, since: Mapping[str, int]) -> int:
     return snapshot(ns)[name] - since[name]
 
 
-def grown(ns: "Namespace", name: str, by: int) -> Callable[[], bool]:
+def grown(ns: Handle, name: str, by: int) -> Callable[[], bool]:
     """A check for a poll (a ping's *hopeless*): True once counter *name* of *ns* has grown by
     *by* since this call, e.g. one drop per request sent."""
     since = snapshot(ns)
@@ -78,7 +75,7 @@ class Watch:
     Both snapshots are also written to the test's artifact folder.
     """
 
-    def __init__(self, ns: "Namespace") -> None:
+    def __init__(self, ns: Handle) -> None:
         self.ns = ns
         self.delta = Delta({}, {})
 

@@ -3,52 +3,31 @@
 
 Every link is created *inside* a test namespace (a veth's two ends may sit in two of them),
 never in the root namespace. ``Link`` is a small handle: name + namespace, resolving its
-index on demand so it stays valid across renames done through it.
+index on demand so it stays valid across renames done through it. The constructors are verbs
+over a :class:`~netns.handle.Handle` (``Namespace`` offers each as a method).
 """
 
-import errno
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from netregress import ifreq
 
-if TYPE_CHECKING:
-    from .namespace import Namespace
-
-T = TypeVar("T")
+from . import addressing
+from .handle import Handle
 
 
 @dataclass
 class Link:
     """A link in a namespace, addressed by name."""
 
-    ns: "Namespace"
+    ns: Handle
     name: str
 
     @property
     def index(self) -> int:
-        """The link's current index, asked of the kernel on every use (never cached).
-
-        Why an ioctl and not pyroute2's ``link_lookup``: every knob below needs the index,
-        and the lookup is a full RTM_GETLINK round trip whose reply (the whole link with
-        its statistics) pyroute2 decodes: ~13 ms in a TCG guest, a third of the time spent
-        building a topology there. ``SIOCGIFINDEX`` (:mod:`netregress.ifreq`) answers the
-        same question in one system call (names and altnames alike, as RTM_GETLINK does).
-        """
-        return self._by_ioctl(ifreq.index)
-
-    def _by_ioctl(self, request: Callable[[int, str], T]) -> T:
-        """*request* (a :mod:`netregress.ifreq` call) on the namespace's route netlink
-        socket: an ioctl acts in the namespace of the socket it is issued on, and that socket
-        lives in the namespace. No such link is a LookupError naming the namespace."""
-        try:
-            return request(self.ns.ipr.fileno(), self.name)
-        except OSError as exc:
-            if exc.errno == errno.ENODEV:
-                raise LookupError(f"no link {self.name!r} in netns {self.ns.name}") from None
-            raise
+        """The link's current index (see :meth:`netns.handle.Handle.index`)."""
+        return self.ns.index(self.name)
 
     def _info(self) -> Any:
         return self.ns.ipr.get_links(self.index)[0]
@@ -63,7 +42,7 @@ class Link:
         return self
 
     def _set_flags(self, on: int = 0, off: int = 0) -> None:
-        self._by_ioctl(lambda fd, name: ifreq.set_flags(fd, name, on, off))
+        self.ns.ioctl(self.name, lambda fd, name: ifreq.set_flags(fd, name, on, off))
 
     def set_mtu(self, mtu: int) -> "Link":
         self.ns.ipr.link("set", index=self.index, mtu=mtu)
@@ -103,7 +82,7 @@ class Link:
         return {k: int(v) for k, v in self._info().get("IFLA_STATS64").items()}
 
     def add_address(self, cidr: str) -> "Link":
-        self.ns.add_address(self.name, cidr)
+        addressing.add_address(self.ns, self.name, cidr)
         return self
 
     def offload(self, **features: bool) -> "Link":
@@ -115,116 +94,121 @@ class Link:
         return self
 
 
-class LinkFactoryMixin:
-    """Link constructors, mixed into :class:`Namespace` (needs ``self.ipr``, ``self.link()``)."""
+def names(ns: Handle) -> list[str]:
+    """Names of all links in *ns*."""
+    return sorted(msg.get("IFLA_IFNAME") for msg in ns.ipr.get_links())
 
-    ipr: Any
-    link: Callable[[str], Link]
 
-    def _add(self, name: str, kind: str, **attrs: Any) -> Link:
-        self.ipr.link("add", ifname=name, kind=kind, **attrs)
-        return self.link(name)
+def _add(ns: Handle, name: str, kind: str, **attrs: Any) -> Link:
+    ns.ipr.link("add", ifname=name, kind=kind, **attrs)
+    return Link(ns, name)
 
-    def add_veth(self, name: str, peer_ns: "Namespace", peer_name: str) -> tuple[Link, Link]:
-        """A veth pair with *name* here and *peer_name* in *peer_ns* (may be this one)."""
-        fd = os.open(peer_ns.path, os.O_RDONLY)
-        try:
-            self.ipr.link(
-                "add", ifname=name, kind="veth", peer={"ifname": peer_name, "net_ns_fd": fd}
-            )
-        finally:
-            os.close(fd)
-        return self.link(name), Link(peer_ns, peer_name)
 
-    def add_bridge(
-        self,
-        name: str,
-        ports: tuple[str, ...] | list[str] = (),
-        vlan_filtering: bool = False,
-        **attrs: Any,
-    ) -> Link:
-        """A bridge with *ports* enslaved and up.
+def add_veth(ns: Handle, name: str, peer_ns: Handle, peer_name: str) -> tuple[Link, Link]:
+    """A veth pair with *name* here and *peer_name* in *peer_ns* (may be this one)."""
+    fd = os.open(peer_ns.path, os.O_RDONLY)
+    try:
+        ns.ipr.link("add", ifname=name, kind="veth", peer={"ifname": peer_name, "net_ns_fd": fd})
+    finally:
+        os.close(fd)
+    return Link(ns, name), Link(peer_ns, peer_name)
 
-        VLAN filtering is off by default in the kernel; the attribute is only sent when a
-        case asks for it, because kernels built without it reject the attribute outright.
-        """
-        if vlan_filtering:
-            attrs["br_vlan_filtering"] = 1
-        br = self._add(name, "bridge", **attrs)
-        for port in ports:
-            self.link(port).set_master(br).up()
-        return br
 
-    def add_vxlan(
-        self,
-        name: str,
-        vni: int,
-        *,
-        local: str | None = None,
-        remote: str | None = None,
-        group: str | None = None,
-        dstport: int = 4789,
-        learning: bool = True,
-        dev: str | None = None,
-        ttl: int | None = None,
-    ) -> Link:
-        """A VXLAN device; *remote* (unicast) and *group* (multicast) are exclusive."""
-        if remote and group:
-            raise ValueError("vxlan: give remote or group, not both")
-        attrs: dict[str, Any] = {
-            "vxlan_id": vni,
-            "vxlan_port": dstport,
-            "vxlan_learning": int(learning),
-        }
-        if local:
-            attrs["vxlan_local"] = local
-        if remote or group:
-            attrs["vxlan_group"] = remote or group
-        if dev:
-            attrs["vxlan_link"] = self.link(dev).index
-        if ttl is not None:
-            attrs["vxlan_ttl"] = ttl
-        return self._add(name, "vxlan", **attrs)
+def add_bridge(
+    ns: Handle,
+    name: str,
+    ports: tuple[str, ...] | list[str] = (),
+    vlan_filtering: bool = False,
+    **attrs: Any,
+) -> Link:
+    """A bridge with *ports* enslaved and up.
 
-    def add_ipip(
-        self,
-        name: str,
-        *,
-        local: str | None = None,
-        remote: str | None = None,
-        ttl: int | None = None,
-    ) -> Link:
-        """An IPIP tunnel; no *remote* means "remote any" (the NBMA style calico uses)."""
-        attrs: dict[str, Any] = {}
-        if local:
-            attrs["ipip_local"] = local
-        if remote:
-            attrs["ipip_remote"] = remote
-        if ttl is not None:
-            attrs["ipip_ttl"] = ttl
-        return self._add(name, "ipip", **attrs)
+    VLAN filtering is off by default in the kernel; the attribute is only sent when a
+    case asks for it, because kernels built without it reject the attribute outright.
+    """
+    if vlan_filtering:
+        attrs["br_vlan_filtering"] = 1
+    br = _add(ns, name, "bridge", **attrs)
+    for port in ports:
+        Link(ns, port).set_master(br).up()
+    return br
 
-    def add_gre(
-        self,
-        name: str,
-        *,
-        local: str | None = None,
-        remote: str | None = None,
-        key: int | None = None,
-    ) -> Link:
-        """A GRE (layer 3) tunnel, optionally keyed."""
-        attrs: dict[str, Any] = {}
-        if local:
-            attrs["gre_local"] = local
-        if remote:
-            attrs["gre_remote"] = remote
-        if key is not None:
-            attrs.update(gre_ikey=key, gre_okey=key, gre_iflags=0x2000, gre_oflags=0x2000)
-        return self._add(name, "gre", **attrs)
 
-    def add_dummy(self, name: str) -> Link:
-        return self._add(name, "dummy")
+def add_vxlan(
+    ns: Handle,
+    name: str,
+    vni: int,
+    *,
+    local: str | None = None,
+    remote: str | None = None,
+    group: str | None = None,
+    dstport: int = 4789,
+    learning: bool = True,
+    dev: str | None = None,
+    ttl: int | None = None,
+) -> Link:
+    """A VXLAN device; *remote* (unicast) and *group* (multicast) are exclusive."""
+    if remote and group:
+        raise ValueError("vxlan: give remote or group, not both")
+    attrs: dict[str, Any] = {
+        "vxlan_id": vni,
+        "vxlan_port": dstport,
+        "vxlan_learning": int(learning),
+    }
+    if local:
+        attrs["vxlan_local"] = local
+    if remote or group:
+        attrs["vxlan_group"] = remote or group
+    if dev:
+        attrs["vxlan_link"] = ns.index(dev)
+    if ttl is not None:
+        attrs["vxlan_ttl"] = ttl
+    return _add(ns, name, "vxlan", **attrs)
 
-    def add_tun(self, name: str) -> Link:
-        """A persistent layer-3 tun device (open it with :func:`netns.tun.open_tun`)."""
-        return self._add(name, "tuntap", mode="tun")
+
+def add_ipip(
+    ns: Handle,
+    name: str,
+    *,
+    local: str | None = None,
+    remote: str | None = None,
+    ttl: int | None = None,
+) -> Link:
+    """An IPIP tunnel; no *remote* means "remote any" (the NBMA style calico uses)."""
+    attrs: dict[str, Any] = {}
+    if local:
+        attrs["ipip_local"] = local
+    if remote:
+        attrs["ipip_remote"] = remote
+    if ttl is not None:
+        attrs["ipip_ttl"] = ttl
+    return _add(ns, name, "ipip", **attrs)
+
+
+def add_gre(
+    ns: Handle,
+    name: str,
+    *,
+    local: str | None = None,
+    remote: str | None = None,
+    key: int | None = None,
+) -> Link:
+    """A GRE (layer 3) tunnel, optionally keyed."""
+    attrs: dict[str, Any] = {}
+    if local:
+        attrs["gre_local"] = local
+    if remote:
+        attrs["gre_remote"] = remote
+    if key is not None:
+        attrs.update(gre_ikey=key, gre_okey=key, gre_iflags=0x2000, gre_oflags=0x2000)
+    return _add(ns, name, "gre", **attrs)
+
+
+def add_dummy(ns: Handle, name: str) -> Link:
+    return _add(ns, name, "dummy")
+
+
+def add_tun(ns: Handle, name: str) -> Link:
+    """A persistent layer-3 tun device: a program inside *ns* attaches to it by name
+    (``/dev/net/tun``, ``TUNSETIFF``) to read and write its packets."""
+    return _add(ns, name, "tuntap", mode="tun")

@@ -8,67 +8,47 @@ starting ``ip``: :mod:`netns.commands`, :class:`netregress.process.Process`).
 Everything a namespace starts or changes (background processes, sysctls) is undone by
 ``close()``, and every live namespace is closed at interpreter exit as well, so a failing
 test or a Ctrl-C cannot leave anything behind; a SIGKILL is handled by the reaper.
+
+:class:`Namespace` is the :class:`~netns.handle.Handle` that owns this lifecycle, and it
+composes the verbs (links, addressing, capture, counters, sockets) as methods, so a case
+writes ``ns.add_route(...)``; each verb lives in its own module over the handle.
 """
 
 import atexit
 import socket
-import subprocess
 import threading
-from collections.abc import Iterator
 
 from pyroute2 import IPRoute
 from pyroute2 import netns as pyroute2_netns
 
 from netregress import naming
-from netregress.netns_entry import in_new_netns, netns_path
-from netregress.process import Children, Process, Stream
-from netregress.programs import Argv
+from netregress.netns_entry import in_new_netns
 
-from . import counters, privilege, sockets, sysctls
-from .addressing import AddressingMixin
+from . import addressing, counters, privilege, sockets, sysctls
+from . import links as link_verbs  # `links` is also a method's name in the class body
 from .capture import Capture
-from .commands import CmdResult, cmd
-from .links import Link, LinkFactoryMixin
+from .handle import Handle
+from .links import Link
 
 _RTNL_BUFFER = 1 << 20
 
 _live: dict[str, "Namespace"] = {}
 
 
-class Namespace(AddressingMixin, LinkFactoryMixin):
+class Namespace(Handle):
     """A fresh network namespace named ``<run id>-<label>-<n>`` with ``lo`` up."""
 
     def __init__(self, label: str = "ns") -> None:
         privilege.require_namespaces()
-        self.label = label
-        self.name = naming.unique(label)
-        self._children = Children()
+        name = naming.unique(label)
+        super().__init__(label, name, _attach(name))
         self._sysctl_saved: dict[str, str] = {}
-        _live[self.name] = self
+        _live[name] = self
         try:
-            self._rtnl = in_new_netns(self._bind_and_open)
-            # netns= still names the namespace: pyroute2 does a few requests itself rather
-            # than through the kernel (tun/tap creation), in a child that enters it.
-            self.ipr = IPRoute(use_socket=self._rtnl, netns=self.name)
             self.link("lo").up()
         except BaseException:
             self._remove()
             raise
-
-    def _bind_and_open(self) -> socket.socket:
-        """In the thread that made the namespace: bind it to its path and open the route
-        netlink socket our IPRoute uses (a socket stays in the namespace it was opened in),
-        with the buffer sizes pyroute2 gives the sockets it opens itself.
-
-        Why not ``pyroute2.netns.create`` and ``IPRoute(netns=…)`` alone: each forks the
-        test process (pyroute2 0.9 has no in-process mode): ~30 ms each natively, ~45 ms
-        each in a TCG guest, and the socket's fork is retried after a 2 s timeout.
-        """
-        pyroute2_netns.attach(self.name, threading.get_native_id())
-        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, socket.NETLINK_ROUTE)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _RTNL_BUFFER)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RTNL_BUFFER)
-        return sock
 
     def __repr__(self) -> str:
         return f"Namespace({self.name!r})"
@@ -78,23 +58,6 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @property
-    def path(self) -> str:
-        return netns_path(self.name)
-
-    # --- commands ----------------------------------------------------------------------
-    def run(
-        self, argv: Argv, *, check: bool = True, timeout: float = 60, input: str | None = None
-    ) -> CmdResult:
-        """Run a command inside this namespace (see :func:`netns.commands.cmd`)."""
-        return cmd(argv, ns=self.name, check=check, timeout=timeout, input=input)
-
-    def spawn(
-        self, argv: Argv, *, stdout: Stream = subprocess.DEVNULL, stderr: Stream = subprocess.PIPE
-    ) -> Process:
-        """Start a background process inside; it is stopped when the namespace closes."""
-        return self._children.spawn(argv, ns=self.name, stdout=stdout, stderr=stderr)
 
     # --- sysctls -----------------------------------------------------------------------
     def sysctl(self, key: str) -> str:
@@ -118,14 +81,28 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
             sysctls.write(self.name, self._sysctl_saved)
             self._sysctl_saved.clear()
 
-    # --- links -------------------------------------------------------------------------
+    # --- links (netns.links) -----------------------------------------------------------
     def link(self, ifname: str) -> Link:
         """Handle for an existing link in this namespace."""
         return Link(self, ifname)
 
-    def links(self) -> list[str]:
-        """Names of all links in this namespace."""
-        return sorted(msg.get("IFLA_IFNAME") for msg in self.ipr.get_links())
+    links = link_verbs.names
+    add_veth = link_verbs.add_veth
+    add_bridge = link_verbs.add_bridge
+    add_vxlan = link_verbs.add_vxlan
+    add_ipip = link_verbs.add_ipip
+    add_gre = link_verbs.add_gre
+    add_dummy = link_verbs.add_dummy
+    add_tun = link_verbs.add_tun
+
+    # --- addressing (netns.addressing) -------------------------------------------------
+    add_address = addressing.add_address
+    addresses = addressing.addresses
+    add_route = addressing.add_route
+    routes = addressing.routes
+    add_neigh = addressing.add_neigh
+    add_fdb = addressing.add_fdb
+    fdb = addressing.fdb
 
     # --- observation -------------------------------------------------------------------
     def capture(self, ifname: str, bpf_filter: str = "") -> Capture:
@@ -136,9 +113,7 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
         """``with ns.nstat() as delta:`` — counter deltas over the block."""
         return counters.Watch(self)
 
-    def ss(self, filter_expr: str = "") -> list[sockets.SocketInfo]:
-        """TCP sockets with memory and TCP info (``ss -tmi``)."""
-        return sockets.ss(self, filter_expr)
+    ss = sockets.ss
 
     # --- teardown ----------------------------------------------------------------------
     def close(self) -> None:
@@ -156,21 +131,50 @@ class Namespace(AddressingMixin, LinkFactoryMixin):
 
     def _remove(self) -> None:
         _live.pop(self.name, None)
-        ipr = getattr(self, "ipr", None)
-        if ipr is not None:
-            ipr.close()
-        rtnl = getattr(self, "_rtnl", None)
+        self.ipr.close()
+        _unbind(self.name)
+
+
+def _attach(name: str) -> IPRoute:
+    """Create namespace *name* and our IPRoute on a route netlink socket inside it; on failure
+    nothing is left behind.
+
+    netns= still names the namespace: pyroute2 does a few requests itself rather than through
+    the kernel (tun/tap creation), in a child that enters it.
+    """
+    rtnl: socket.socket | None = None
+    try:
+        rtnl = in_new_netns(lambda: _bind_and_open(name))
+        return IPRoute(use_socket=rtnl, netns=name)
+    except BaseException:
         if rtnl is not None:
-            rtnl.close()  # IPRoute closed it already, unless IPRoute() itself failed
-        try:
-            pyroute2_netns.remove(self.name)
-        except FileNotFoundError:
-            pass
+            rtnl.close()
+        _unbind(name)
+        raise
 
 
-def live_namespaces() -> Iterator[Namespace]:
-    """Namespaces this process created and has not closed yet."""
-    return iter(list(_live.values()))
+def _bind_and_open(name: str) -> socket.socket:
+    """In the thread that made the namespace: bind it to its path and open the route netlink
+    socket our IPRoute uses (a socket stays in the namespace it was opened in), with the
+    buffer sizes pyroute2 gives the sockets it opens itself.
+
+    Why not ``pyroute2.netns.create`` and ``IPRoute(netns=…)`` alone: each forks the test
+    process (pyroute2 has no in-process mode): a fork for every namespace, slow in a TCG
+    guest, and the socket's fork is retried after a 2 s timeout.
+    """
+    pyroute2_netns.attach(name, threading.get_native_id())
+    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, socket.NETLINK_ROUTE)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _RTNL_BUFFER)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RTNL_BUFFER)
+    return sock
+
+
+def _unbind(name: str) -> None:
+    """Delete namespace *name* (its path under /run/netns), if it is there."""
+    try:
+        pyroute2_netns.remove(name)
+    except FileNotFoundError:
+        pass
 
 
 @atexit.register

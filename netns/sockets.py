@@ -8,10 +8,8 @@ unacked) together; C01's precondition is asserted on exactly these fields.
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .namespace import Namespace
+from .handle import Handle
 
 _SKMEM_RE = re.compile(r"skmem:\(([^)]*)\)")
 _SKMEM_FIELD_RE = re.compile(r"([a-z]+)(\d+)")
@@ -101,7 +99,7 @@ def _parse_detail(sock: SocketInfo, detail: str) -> None:
     sock.info.update(dict(_KV_RE.findall(detail)))
 
 
-def ss(ns: "Namespace", filter_expr: str = "") -> list[SocketInfo]:
+def ss(ns: Handle, filter_expr: str = "") -> list[SocketInfo]:
     """TCP sockets in *ns*, optionally filtered (``ss`` filter syntax, e.g. 'sport = :80')."""
     argv = ["ss", "-tmin", "-H"]
     if filter_expr:

@@ -2,12 +2,13 @@
 """Sysctls as a network namespace sees them, read and written without starting a process.
 
 Why not ``ip netns exec NS sysctl``: the cases set a few knobs per namespace and the library
-reads each first and restores it after, about 200 ``sysctl`` processes per run of the suite,
-each 0.3 s in a TCG guest (two execs and a mount namespace). ``/proc/sys/net`` shows the
-namespace of the *thread* that opens a file there, so a short-lived thread enters the
-namespace (``setns`` moves only the calling thread), opens the file, reads or writes, and
-ends: no other thread of the test ever changes namespace. Failures raise :class:`CmdError`
-worded like the ``sysctl`` command's, so callers and messages stay as they were.
+reads each first and restores it after: hundreds of ``sysctl`` processes per run of the
+suite, each two execs and a mount namespace, which a TCG guest pays dearly for.
+``/proc/sys/net`` shows the namespace of the *thread* that opens a file there, so a
+short-lived thread enters the namespace (``setns`` moves only the calling thread), opens the
+file, reads or writes, and ends: no other thread of the test ever changes namespace.
+Failures raise :class:`CmdError` worded like the ``sysctl`` command's, so a failure reads like
+the command that reproduces it.
 """
 
 from netregress.netns_entry import in_netns

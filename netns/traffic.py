@@ -6,7 +6,8 @@ exchange within seconds instead of a hung test. They use real programs and real 
 inside the namespaces: the kernel under test does all the networking. The TCP echo client
 and the frame injector work from a thread of ours that entered the namespace
 (:func:`netregress.netns_entry.in_netns`), where the socket they make belongs: the same system
-calls a helper script would make, without starting a Python (~1 s in a TCG guest).
+calls a helper script would make, without starting a Python, which in a TCG guest costs more
+than the exchange itself.
 """
 
 import os
@@ -17,25 +18,24 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from netregress.errors import NetregressError
 from netregress.netns_entry import in_netns
+from netregress.process import Process
 
-if TYPE_CHECKING:
-    from netregress.process import Process
-
-    from .namespace import Namespace
+from .handle import Handle
 
 _READY_TIMEOUT = 10.0
-# The helper scripts run here (and the cases' own) need only the standard library: they
+# The helper programs (netns/programs) and the cases' own need only the standard library: they
 # start without `site` (-S), whose virtualenv hooks (the editable install's finder,
-# setuptools' shim) cost 1.5–2 s per process in a TCG guest.
+# setuptools' shim) would slow every start, most of all in a TCG guest.
 STDLIB_PYTHON = (sys.executable, "-S")
+_PROGRAMS = Path(__file__).parent / "programs"
 
 
 def ping(
-    ns: "Namespace",
+    ns: Handle,
     dst: str,
     count: int = 1,
     wait: float = 2,
@@ -60,25 +60,6 @@ def ping(
         proc.stop()
 
 
-_ECHO_SERVER = """
-import socket, sys
-host, port = sys.argv[1], int(sys.argv[2])
-s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((host, port))
-s.listen(16)
-print("ready", flush=True)
-while True:
-    c, _ = s.accept()
-    c.settimeout(10)
-    try:
-        c.sendall(c.recv(65536))
-    except OSError:
-        pass
-    c.close()
-"""
-
-
 class TcpEchoServer:
     """``with TcpEchoServer(ns, addr, port):`` — a TCP echo server that is listening on entry.
 
@@ -86,13 +67,14 @@ class TcpEchoServer:
     the block never races the bind.
     """
 
-    def __init__(self, ns: "Namespace", addr: str, port: int) -> None:
+    def __init__(self, ns: Handle, addr: str, port: int) -> None:
         self.ns, self.addr, self.port = ns, addr, port
         self._proc: Process | None = None
 
     def __enter__(self) -> "TcpEchoServer":
         self._proc = self.ns.spawn(
-            [*STDLIB_PYTHON, "-c", _ECHO_SERVER, self.addr, str(self.port)], stdout=subprocess.PIPE
+            [*STDLIB_PYTHON, str(_PROGRAMS / "echo_server.py"), self.addr, str(self.port)],
+            stdout=subprocess.PIPE,
         )
         stdout = self._proc.stdout
         assert stdout is not None
@@ -131,7 +113,7 @@ def echo_deadline() -> float:
 
 
 def tcp_echo(
-    ns: "Namespace",
+    ns: Handle,
     addr: str,
     port: int,
     *,
@@ -154,24 +136,8 @@ def tcp_echo(
     return Exchange(in_netns(ns.name, client))
 
 
-_UDP_BURST = """
-import socket, sys
-dst, port, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-payload = b"x" * size
-sent = 0
-for _ in range(count):
-    try:
-        s.sendto(payload, (dst, port))
-        sent += 1
-    except OSError:
-        pass
-print(sent)
-"""
-
-
 def udp_burst(
-    ns: "Namespace",
+    ns: Handle,
     dst: str,
     *,
     count: int,
@@ -183,7 +149,8 @@ def udp_burst(
     """Send *count* small UDP datagrams from *ns* (pinned to *cpu* if given); returns how
     many the socket accepted. Nothing needs to listen: the receiver's stack still
     processes (and counts) every datagram."""
-    argv = [*STDLIB_PYTHON, "-c", _UDP_BURST, dst, str(port), str(count), str(size)]
+    program = str(_PROGRAMS / "udp_burst.py")
+    argv = [*STDLIB_PYTHON, program, dst, str(port), str(count), str(size)]
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu), *argv]
     return int(ns.run(argv, timeout=timeout).stdout.strip())
@@ -200,7 +167,7 @@ def poll_until(check: Callable[[], bool], timeout: float, interval: float = 0.05
     return True
 
 
-def inject_frames(ns: "Namespace", ifname: str, frames: list[bytes]) -> None:
+def inject_frames(ns: Handle, ifname: str, frames: list[bytes]) -> None:
     """Send hand-built Ethernet frames out of *ifname* in *ns* through an AF_PACKET socket
     (build them with scapy in the test)."""
 

@@ -24,7 +24,6 @@ from collections.abc import Generator
 from typing import Any
 
 import pytest
-from _pytest.mark.structures import ParameterSet
 
 PREFIX = "broken-"
 # A broken id in a test name: a case's parameter (`[broken-ID]`, `[other-broken-ID]`) or a
@@ -32,7 +31,7 @@ PREFIX = "broken-"
 _BROKEN_NAME = re.compile(rf"(?P<before>(?:.*[\[-])?){PREFIX}(?P<id>[^\]]+)(?P<close>\]?)")
 
 
-def broken(*values: Any, id: str, why: str) -> ParameterSet:  # noqa: A002 (pytest's name)
+def broken(*values: Any, id: str, why: str) -> pytest.ParameterSet:
     """The broken configuration of a case as a pytest parameter (id ``broken-<id>``).
 
     *why* says why the oracle must fail here; it is the xfail reason shown in reports.
@@ -46,7 +45,7 @@ def broken(*values: Any, id: str, why: str) -> ParameterSet:  # noqa: A002 (pyte
     )
 
 
-def is_broken(param: ParameterSet) -> bool:
+def is_broken(param: pytest.ParameterSet) -> bool:
     """True for a parameter made by :func:`broken` (the id is the convention's handle)."""
     return isinstance(param.id, str) and param.id.startswith(PREFIX)
 
@@ -107,8 +106,8 @@ def pytest_runtest_makereport(
     (``--tb=line``), whatever the configured style.
 
     Why: an xfail shows only its reason, nobody reads its traceback, yet pytest formats it
-    anyway, parsing the test module's source and checking the file of every frame: about
-    0.25 s in a TCG guest for every broken variant of every run. Any other failure keeps
+    anyway, parsing the test module's source and checking the file of every frame, for every
+    broken variant of every run, which shows in a TCG guest. Any other failure keeps
     the configured style and its full details.
     """
     if call.excinfo is None or not _expected_failure(item, call):

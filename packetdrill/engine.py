@@ -58,6 +58,7 @@ def run_script(path: str, cli_options: CliOptions) -> RunResult:
             late_event=seen.late_event,
             timing_error=seen.error,
             late_error_usecs=seen.error_late_usecs,
+            engine_behind_usecs=seen.engine_behind_usecs,
             tolerance=tolerance,
         )
     except Exception:  # noqa: BLE001 - an engine bug must still end as a clear failed result

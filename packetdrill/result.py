@@ -30,6 +30,9 @@ class RunResult:
     late_event: str = ""  # that event and when it was due ("outbound packet expected at 0.300 s")
     timing_error: str = ""  # "early" / "late" when the run failed on a timing check
     late_error_usecs: int = 0  # how late beyond the base the event failing "late" was
+    # An "early" failure that rests on the engine's own lag (runtime.Runtime.judge_time): the
+    # lag; 0 otherwise, and always for the upstream binary, whose lag we cannot see.
+    engine_behind_usecs: int = 0
     # The tolerance the run was judged by (script and command line, plus the runner's slack);
     # the default when the script never parsed.
     tolerance: Tolerance = field(default_factory=Tolerance)

@@ -35,7 +35,7 @@ from .model import (
 )
 from .state import State
 from .syscalls import Executor
-from .tolerance import LATE, event_words
+from .tolerance import EARLY, LATE, event_words
 from .wire import ACK, SYN, IcmpHeader, Packet, TcpHeader, UdpHeader, decode, encode
 
 _POLL = 0.02  # how often long waits look at the blocking-call thread for errors
@@ -59,6 +59,7 @@ class TimingSeen:
     late_event: str = ""
     error: str = ""
     error_late_usecs: int = 0
+    engine_behind_usecs: int = 0  # an early error that rests on our own lag: that lag
 
 
 @dataclass
@@ -68,7 +69,12 @@ class Timed:
     ``earliest`` is ``start`` counted from the instant the previous event began to take effect
     (see :meth:`Runtime.anchor`); only the early edge of the timing check uses it. ``act`` is
     when the engine acts (injects, calls, runs): ``start`` counted from the instant the
-    previous event was done in the kernel, between ``earliest`` and ``start``."""
+    previous event was done in the kernel, between ``earliest`` and ``start``. ``ideal`` is
+    ``earliest`` as an engine without lag would have counted it: on the time line of the
+    kernel's last packet, with each action of ours since then taken at its script time and
+    lasting as long as it really did (:meth:`Runtime.lag_free_done`). An event early against
+    ``earliest`` but not against ``ideal`` looks early only by our lag
+    (:meth:`Runtime.judge_time`)."""
 
     start: int
     end: int | None
@@ -76,6 +82,7 @@ class Timed:
     blocking_end: int | None
     earliest: int
     act: int
+    ideal: int
 
 
 @dataclass(frozen=True)
@@ -119,7 +126,7 @@ class BlockingCall:
         actual = rt.clock.now()
         gap = timed.blocking_end - timed.start
         due = (timed.blocking_end, timed.blocking_end)
-        if rt.judge_time(self.event, "system call return", due, due[0], actual, gap):
+        if rt.judge_time(self.event, "system call return", due, (due[0], due[0]), actual, gap):
             raise RuntimeFailure(
                 f"{rt.script.path}:{self.event.line}: timing error: expected "
                 f"system call return at {secs(timed.blocking_end):.6f} sec but "
@@ -157,6 +164,7 @@ class Runtime:
         self.executor = Executor(self.state)
         self.began: int | None = None  # script usec at which the latest event took effect
         self.done: int | None = None  # script usec at which the kernel was done with it
+        self.ideal_done: int | None = None  # the same, had the engine never lagged
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
         self.warnings: list[str] = []
@@ -201,18 +209,28 @@ class Runtime:
         event: Event,
         what: str,
         due: tuple[int, int],
-        earliest: int,
+        early_edges: tuple[int, int],
         actual: int,
         gap: int,
     ) -> str:
         """``early``/``late`` if ``actual`` misses ``earliest``..``due[1]`` under the run's
         tolerance (late slack on the late side only), else ``""``; remembers the worst lateness
-        and which event (``what``, due in ``due``) it was."""
+        and which event (``what``, due in ``due``) it was.
+
+        ``early_edges`` is (``earliest``, ``ideal``) of :class:`Timed`. When an event is early
+        against the first but not against the second, the expectation counted from an action
+        of ours that came late (this machine stalled between two lines): a packet the kernel
+        had already sent, not caused by that action, then looks early by our lag alone. The
+        error stands, and the lag is remembered so the policy reports the run as not
+        checkable instead of failed; a faster engine would have judged it, we cannot."""
+        earliest, ideal = early_edges
         side, late_by = self.cfg.tolerance.judge(earliest, due[1], actual, gap)
         seen = self.seen
         if side:
             if not seen.error:
                 seen.error, seen.error_late_usecs = side, late_by
+                if side == EARLY and not self.cfg.tolerance.judge(ideal, due[1], actual, gap)[0]:
+                    seen.engine_behind_usecs = earliest - ideal
         elif late_by > seen.late_usecs:
             seen.late_usecs, seen.late_line = late_by, event.line
             seen.late_event = event_words(what, *due)
@@ -225,7 +243,8 @@ class Runtime:
         gap = timed.start - prev
         end = timed.start if timed.end is None else timed.end
         what = event.describe()
-        if not self.judge_time(event, what, (timed.start, end), timed.earliest, actual, gap):
+        edges = (timed.earliest, timed.ideal)
+        if not self.judge_time(event, what, (timed.start, end), edges, actual, gap):
             return None
         if timed.end is not None:
             if event.time.relative:
@@ -281,15 +300,29 @@ class Runtime:
                     f"time goes backward in script from {prev_time} usec to {timed.start} usec",
                 )
             self.dispatch(event, timed, prev_time)
+            self.ideal_done = self.lag_free_done(event, timed)
             prev, prev_timed = event, timed
+
+    def lag_free_done(self, event: Event, timed: Timed) -> int | None:
+        """When the kernel would have been done with ``event`` had the engine never lagged.
+
+        A packet the kernel sent is its own instant. An action of ours (injection, call,
+        command, code) is counted from its ``ideal`` time and lasts as long as it really did:
+        the kernel's share of it is real, and keeping our share too only makes the lag-free
+        time line later, never earlier than it could have been."""
+        began, done = self.began, self.done
+        if event.is_outbound or began is None or done is None:
+            return done
+        return min(done, timed.ideal + max(0, done - began))
 
     def anchor(self, event: Event, prev: Event | None, prev_timed: Timed | None) -> Timed:
         t = event.time
         if not (t.relative or t.any_time):
             end = t.end_usecs
-            return Timed(t.usecs, end, 0, t.blocking_end, t.usecs, t.usecs)
+            return Timed(t.usecs, end, 0, t.blocking_end, t.usecs, t.usecs, t.usecs)
         if prev is not None and prev.is_inbound and event.is_inbound and prev_timed is not None:
             base = earliest = acted = prev_timed.act
+            ideal = min(acted, prev_timed.ideal)
         else:
             base = self.clock.now() if prev is not None else 0
             # Like upstream, a relative time counts from "now", once the previous event is
@@ -305,6 +338,7 @@ class Runtime:
             # of it. So the engine acts counting from when the kernel was done, while the
             # timing checks keep their edges.
             acted = base if self.done is None else self.done
+            ideal = earliest if self.ideal_done is None else min(earliest, self.ideal_done)
         end = (
             None
             if t.end_usecs is None
@@ -315,7 +349,15 @@ class Runtime:
             if t.blocking_end is None
             else (base + t.blocking_end if t.relative else t.blocking_end)
         )
-        return Timed(base + t.usecs, end, base, blocking_end, earliest + t.usecs, acted + t.usecs)
+        return Timed(
+            base + t.usecs,
+            end,
+            base,
+            blocking_end,
+            earliest + t.usecs,
+            acted + t.usecs,
+            ideal + t.usecs,
+        )
 
     def dispatch(self, event: Event, timed: Timed, prev: int | None) -> None:
         action = event.action

@@ -171,6 +171,7 @@ BEYOND_BOUND = "beyond-bound"  # accepted only with more lateness than a pass ma
 WIDE_SLACK = "wide-slack"  # failed late where the machine needs more slack than the bound
 SLACK_NOT_GIVEN = "slack-not-given"  # the binary, run without slack, failed within it
 ENGINE_LATE = "engine-late"  # the engine itself injected, called or ran something late
+ENGINE_BEHIND = "engine-behind"  # early only against an expectation our own lag pushed later
 SWALLOWED = "swallowed"  # a negative script's late event, accepted by the slack
 
 
@@ -226,6 +227,14 @@ class TimingRecord:
         where = (f"line {self.line}: " if self.line is not None else "") + (
             self.event or "an event"
         )
+        if self.cause == ENGINE_BEHIND:
+            return (
+                f"timing not checkable on this machine: {where} came early only against an "
+                f"expectation the engine itself pushed +{self.late_usecs / 1000:.1f} ms later: "
+                "it acted late on the line before (this machine stalled), so a packet the "
+                "kernel had already sent looked early, and the rest of the script was never "
+                "checked"
+            )
         return (
             f"timing not checkable on this machine: {where} happened {late}"
             + self._why_not_checkable()
@@ -334,6 +343,10 @@ def judge_run(result: "RunResult", tolerance: Tolerance) -> TimingRecord:
       at any slack - the lateness is this machine's, the rest of the script was never checked,
       and the kernel did nothing wrong (found by ``scripts/soak`` under two busy loops: a
       15.5 ms late injection, after the session had calibrated no slack).
+    - failed early only against an expectation counted from an action of the engine's that
+      came late (``engine_behind_usecs``): ``not-checkable``; found in TCG guests, where the
+      engine needs tens of ms between two lines and a packet the kernel sent before our late
+      injection looked early by exactly that.
     - any other failure (early, non-timing, later than the measured slack): ``failed``.
 
     A not-checkable failure is about the failing event: the record names it (line and words
@@ -341,6 +354,16 @@ def judge_run(result: "RunResult", tolerance: Tolerance) -> TimingRecord:
     """
     if result.passed:
         return judge_lateness(result, tolerance)
+    if result.timing_error == EARLY and result.engine_behind_usecs:
+        return TimingRecord(
+            "not-checkable",
+            result.engine_behind_usecs,
+            tolerance,
+            line=result.line,
+            event=failing_event(result.message),
+            cause=ENGINE_BEHIND,
+            timing_error=EARLY,
+        )
     cause = _late_failure_proving_nothing(result, tolerance.late_slack_usecs)
     if not cause:
         return TimingRecord(

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from kernels.acquire.catalog import PathKernel
 from kernels.acquire.from_source.builder import BuiltKernel
+from kernels.matrix.results import UNEXPECTED
 from kernels.matrix.runner import KernelRun, RunOptions, run_kernel
 from kernels.paths import REPO_ROOT, cache_dir
 from kernels.progress import Status
-from kernels.vm.procs import Children, reap_leftovers
-from kernels.vm.qemu import InitramfsLauncher
+from kernels.vm.session import vm_session
 
 
 def add_run_options(cli: argparse.ArgumentParser, default_tests: str | None = None) -> None:
@@ -54,27 +54,21 @@ def run_tests(
     guest's output goes to `out` (default: the cache's runs/<kernel name>), so two campaigns
     judging the same kernel at once never share a folder."""
     spec = PathKernel(name=built.name, image=built.image, modules=built.modules)
-    children = Children()
-    reap_leftovers()
-    try:
+    with vm_session() as vm:
         return run_kernel(
             spec,
             RunOptions(pytest_args=pytest_args, cwd=REPO_ROOT, accel=accel),
             out or cache_dir("runs", built.name),
-            InitramfsLauncher(children),
-            children,
+            vm.launcher,
+            vm.children,
             status,
         )
-    finally:
-        children.stop_all()
 
 
 def failures(run: KernelRun) -> list[str]:
     """`nodeid: message` for each failed or crashed test, the run's problem if it had one."""
     lines = [
-        f"{r.nodeid}: {r.outcome}: {r.message}"
-        for r in run.results
-        if r.outcome in ("fail", "crash")
+        f"{r.nodeid}: {r.outcome}: {r.message}" for r in run.results if r.outcome in UNEXPECTED
     ]
     if run.problem is not None:
         lines.append(f"kernel problem: {run.problem.reason}")

@@ -33,7 +33,8 @@ from kernels.vm.cpio import Entry, archive, directory
 from kernels.vm.initramfs import BUSYBOX
 from kernels.vm.launcher import Accel, Boot, GuestCommand
 from kernels.vm.procs import Children
-from kernels.vm.qemu import InitramfsLauncher, accel_args
+from kernels.vm.qemu import accel_args
+from kernels.vm.session import VmSession, vm_session
 from netregress import process
 from netregress.errors import run_cli
 
@@ -136,12 +137,11 @@ def _load() -> str:
     return "load average " + " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-def _pytest_run(spec: KernelSpec, selection: list[str], children: Children, out: Path) -> str:
-    launcher = InitramfsLauncher(children, smp=1)
+def _pytest_run(spec: KernelSpec, selection: list[str], vm: VmSession, out: Path) -> str:
     collect(selection)  # what the matrix does first (it leaves byte-code for the guests)
     load = _load()
     start = time.monotonic()
-    run = run_kernel(spec, RunOptions(selection, cwd=REPO_ROOT), out, launcher, children,
+    run = run_kernel(spec, RunOptions(selection, cwd=REPO_ROOT), out, vm.launcher, vm.children,
                      print_none)  # fmt: skip
     wall = time.monotonic() - start
     log = phases.read(out / phases.FILE)
@@ -186,18 +186,17 @@ def bench(args: argparse.Namespace) -> None:
     tools.require_root()
     selected = select(load_catalog(), args.kernels)
     specs = [spec for spec in selected if not isinstance(spec, RunningKernel)]
-    children = Children()
-    try:
+    with vm_session(smp=1) as vm:
         for spec in specs if args.guests else []:
             kernel = fetch(spec, print_none)
-            launcher = InitramfsLauncher(children, smp=1)
-            accel = choose_accel(args.accel, kernel, launcher, print_none)
+            accel = choose_accel(args.accel, kernel, vm.launcher, print_none)
             print(f"{spec.name} ({kernel.version}, {accel}):", flush=True)
             for _ in range(args.repeat):
-                bare = _bare_boot(kernel, accel, children)
+                bare = _bare_boot(kernel, accel, vm.children)
                 with tempfile.TemporaryDirectory(dir=cache_dir("run")) as out:
                     true = GuestCommand(["true"], Path("/"))
-                    result = launcher.run(Boot(kernel, true, Path(out), accel, 300), print_none)
+                    boot = Boot(kernel, true, Path(out), accel, 300)
+                    result = vm.launcher.run(boot, print_none)
                 overhead = result.total_seconds - bare
                 userspace = result.boot_seconds or 0.0
                 print(
@@ -207,13 +206,11 @@ def bench(args: argparse.Namespace) -> None:
                 )
                 with tempfile.TemporaryDirectory(dir=cache_dir("bench")) as scratch:
                     kept = args.output / spec.name if args.output else Path(scratch)
-                    figures = _pytest_run(spec, args.selection, children, kept)
+                    figures = _pytest_run(spec, args.selection, vm, kept)
                 print(f"  pytest {' '.join(args.selection)}: {figures}", flush=True)
         if args.matrix:
             names = [spec.name for spec in selected]
             print(_matrix(names, args.selection, args.matrix_jobs, args.output), flush=True)
-    finally:
-        children.stop_all()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,10 +36,10 @@ from kernels.matrix.slots import Slots, Ticket
 from kernels.paths import cache_root
 from kernels.progress import Board
 from kernels.report import kept_pcaps, record
+from kernels.report.model import build
 from kernels.report.outputs import publish
-from kernels.report.table import build, render_text
-from kernels.vm.procs import Children, reap_leftovers
-from kernels.vm.qemu import InitramfsLauncher
+from kernels.report.table import render_text
+from kernels.vm.session import VmSession, vm_session
 from netregress.errors import run_cli
 
 
@@ -191,19 +191,14 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
     mine = {t for piece in pieces for t in slice_tests(collected, piece)}
     rows = [nodeid for nodeid in collected if nodeid in mine]
     jobs = _jobs(args.jobs, sum(not _is_host(spec) for spec in specs))
-    children = Children()
-    launcher = InitramfsLauncher(children, smp=max(1, (os.cpu_count() or 1) // jobs))
     options = RunOptions(
         pytest_args=[*pytest_args, kept_pcaps.PYTEST_OPTION], accel=args.accel,
         timeout=args.timeout, expectations=args.expectations,
     )  # fmt: skip
-    if reaped := reap_leftovers():
-        _say(f"stopped {len(reaped)} leftover VM process(es) of a dead run")
     part = f" (shard {shard[0]}/{shard[1]})" if shard[1] > 1 else ""
-    _say(f"{len(rows)} test(s) on {len(specs)} kernel(s){part}, {jobs} guest(s) at a time")
     board = Board([spec.name for spec in specs])
 
-    def one(piece: Piece, ticket: Ticket | None) -> KernelRun:
+    def one(piece: Piece, ticket: Ticket | None, vm: VmSession) -> KernelRun:
         spec = by_name[piece.kernel]
         try:
             if piece.count > 1 and not slice_tests(collected, piece):
@@ -214,7 +209,7 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 options, pytest_args=guest_args(options.pytest_args, spec, status)
             )
             run = run_kernel(spec, _sliced(mine, collected, piece), out_dir / spec.name,
-                             launcher, children, status, ticket)  # fmt: skip
+                             vm.launcher, vm.children, status, ticket)  # fmt: skip
         finally:
             if ticket is not None:
                 ticket.done()
@@ -229,14 +224,19 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
     in_vms = [piece for piece in pieces if piece not in on_host]
     guests, host = ThreadPoolExecutor(max(1, len(specs))), ThreadPoolExecutor(1)
     try:
-        with board:
-            futures = {piece: host.submit(one, piece, None) for piece in on_host} | {
-                piece: guests.submit(one, piece, slots.join(piece.kernel))
-                for piece in start_order(in_vms, jobs)
-            }
-            runs = [futures[piece].result() for piece in pieces]
+        # Leaving the session stops every guest, before the pools wait for their workers:
+        # a worker blocked on a guest returns once it is gone.
+        with vm_session(smp=max(1, (os.cpu_count() or 1) // jobs)) as vm:
+            if vm.reaped:
+                _say(f"stopped {len(vm.reaped)} leftover VM process(es) of a dead run")
+            _say(f"{len(rows)} test(s) on {len(specs)} kernel(s){part}, {jobs} guest(s) at a time")
+            with board:
+                futures = {piece: host.submit(one, piece, None, vm) for piece in on_host} | {
+                    piece: guests.submit(one, piece, slots.join(piece.kernel), vm)
+                    for piece in start_order(in_vms, jobs)
+                }
+                runs = [futures[piece].result() for piece in pieces]
     finally:
-        children.stop_all()  # first: workers blocked on a guest return once it is gone
         for pool in (guests, host):
             pool.shutdown(wait=True, cancel_futures=True)
     remember(

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """`scripts/matrix merge | ci | export`: the matrix's subcommands, argument parsing and printing
-only (the work is in merge.py, ci_workflow.py and kcidb.py).
+only (the work is in merge.py, ci_workflow.py and the formats kernels/report/outputs.py lists).
 
     scripts/matrix merge [--output DIR] SHARD_DIR...
     scripts/matrix ci github|gitlab [--shards N] [--kernels A,B] [--catalog FILE] [--output FILE]
                                     [SELECTION...]
-    scripts/matrix export kcidb [--output FILE] [--url URL] DIR
+    scripts/matrix export FORMAT [--output FILE] [--url URL] DIR      (FORMAT: kcidb)
 
 Exit status as for a run: 0 all as expected, 1 a failure, a crash or (merge) a missing or
 duplicate shard or cell, 2 bad input; errors are KernelsError, printed by kernels.cli.matrix.
@@ -23,9 +23,9 @@ from kernels.acquire.catalog import DEFAULT_CATALOG, load_catalog, select
 from kernels.errors import KernelsError
 from kernels.matrix.ci_workflow import ENGINES
 from kernels.paths import cache_root
-from kernels.report import kcidb, record
+from kernels.report import record
 from kernels.report.merge import merge
-from kernels.report.outputs import publish
+from kernels.report.outputs import EXPORTS, publish
 from kernels.report.table import render_text
 
 DEFAULT_SELECTION = ["tests/cases"]
@@ -104,21 +104,20 @@ def _export(argv: list[str]) -> int:
         prog="scripts/matrix export",
         description="Export a matrix result directory (a run or a merge) for other systems.",
     )
-    parser.add_argument("format", choices=["kcidb"])
+    parser.add_argument("format", choices=list(EXPORTS))
     parser.add_argument("dir", type=Path, metavar="DIR")
+    defaults = ", ".join(f"DIR/{export.file} ({name})" for name, export in EXPORTS.items())
     parser.add_argument("--output", type=Path, metavar="FILE",
-                        help="default: DIR/kcidb.json")  # fmt: skip
+                        help=f"default: {defaults}")  # fmt: skip
     parser.add_argument("--url", default="", metavar="URL",
                         help="where DIR is published (e.g. a CI job's artifacts): each test "
                         "links its kernel's KTAP file and matrix.html there")  # fmt: skip
     args = parser.parse_args(argv)
-    data = kcidb.export(record.read(args.dir), args.url)
-    out = args.output or args.dir / "kcidb.json"
+    export = EXPORTS[args.format]
+    data = export.data(record.read(args.dir), args.url)
+    out = args.output or args.dir / export.file
     out.write_text(json.dumps(data, indent=1) + "\n")
-    counts = ", ".join(f"{len(data.get(key, []))} {key}" for key in ("checkouts", "builds",
-                       "tests", "issues", "incidents"))  # fmt: skip
-    print(f"matrix: wrote {out} (KCIDB {data['version']['major']}.{data['version']['minor']}: "
-          f"{counts})")  # fmt: skip
+    print(f"matrix: wrote {out} ({export.summary(data)})")
     return 0
 
 
@@ -134,5 +133,7 @@ COMMANDS = {
         "combine shard directories (--shard I/N --output DIR) into one matrix", _merge
     ),
     "ci": Command("write a CI workflow (github or gitlab) that runs one job per shard", _ci),
-    "export": Command("export a result directory for other systems (kcidb)", _export),
+    "export": Command(
+        f"export a result directory for other systems ({', '.join(EXPORTS)})", _export
+    ),
 }

@@ -30,20 +30,7 @@ _CONGESTION = re.compile(r"\bsysctl\s+(?:-[a-z]+\s+)*net\.ipv4\.tcp_congestion_c
 CONGESTION_KNOB = "net/ipv4/tcp_congestion_control"
 _TIMEOUT = 30.0
 
-# Runs in the child, inside its own network namespace: try each write, report the errno.
-_CHILD = """
-import errno, json, sys
-answers = {}
-for given in sys.argv[1:]:
-    knob, _, value = given.partition("=")
-    try:
-        with open("/proc/sys/" + knob, "w") as handle:
-            handle.write(value)
-        answers[given] = ""
-    except OSError as exc:
-        answers[given] = errno.errorcode.get(exc.errno, str(exc.errno))
-print(json.dumps(answers))
-"""
+_CHILD = Path(__file__).with_name("sysctl_child.py")  # run in its own network namespace
 
 
 def knob_settings(text: str) -> list[str]:
@@ -84,7 +71,7 @@ class KnobProbe:
 def _probe(settings: list[str]) -> dict[str, str]:
     try:
         proc = subprocess.run(
-            ["unshare", "--net", sys.executable, "-c", _CHILD, *settings],
+            ["unshare", "--net", sys.executable, str(_CHILD), *settings],
             capture_output=True,
             text=True,
             timeout=_TIMEOUT,

@@ -26,6 +26,10 @@ from typing import Any
 
 import pytest
 
+# No public name: --junitxml's writer, whose suite properties only a hook can add to before
+# any test (the public record_testsuite_property is a fixture).
+from _pytest.junitxml import xml_key
+
 from kernels.acquire.catalog import load_catalog, lookup
 from kernels.corpus.features import FEATURES, UNKNOWN, features_of
 from kernels.corpus.needs import (
@@ -140,8 +144,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """JUnit: the suite names the corpus too (each test case carries it as well)."""
-    from _pytest.junitxml import xml_key
-
     chosen = chosen_corpus(session.config)
     xml = session.config.stash.get(xml_key, None)
     if chosen is not None and xml is not None:

@@ -27,41 +27,15 @@ from kernels.paths import cache_dir
 RUNNER = "ksft_runner.sh"
 # The runner sources this, relative to its own real path (tools/testing/selftests/...).
 HELPERS = Path("../../kselftest/ktap_helpers.sh")
-_LOG = "NETREGRESS_KSFT_LOG"
+_LOG = "NETREGRESS_KSFT_LOG"  # read by the stand-ins below
 _TIMEOUT = 30.0
 
-# Our stand-ins. packetdrill records its arguments and fails, so that the runner shows which
-# verdict function it calls on a failure (ktap_test_fail, or ktap_test_xfail on a slow machine).
-_PACKETDRILL = f"""#!/bin/sh
-{{ printf 'run'; for arg in "$@"; do printf '\\t%s' "$arg"; done; printf '\\n'; }} >> "${_LOG}"
-exit 1
-"""
-_UNSHARE = """#!/bin/sh
-while [ "${1#-}" != "$1" ]; do shift; done
-exec "$@"
-"""
-_KTAP = f"""KSFT_PASS=0
-KSFT_FAIL=1
-KSFT_XFAIL=2
-KSFT_XPASS=3
-KSFT_SKIP=4
-# One line per note: a message's own line breaks become spaces (echo of the unquoted words).
-_netregress_note() {{ printf '%s\\t%s\\n' "$1" "$(echo $2)" >> "${_LOG}"; }}
-ktap_print_header() {{ :; }}
-ktap_print_msg() {{ :; }}
-ktap_set_plan() {{ :; }}
-ktap_finished() {{ :; }}
-ktap_print_totals() {{ :; }}
-ktap_test_pass() {{ _netregress_note pass "$1"; }}
-ktap_test_fail() {{ _netregress_note fail "$1"; }}
-ktap_test_xfail() {{ _netregress_note xfail "$1"; }}
-ktap_test_skip() {{ _netregress_note skip "$1"; }}
-ktap_test_result() {{ _netregress_note fail "$1"; }}
-ktap_skip_all() {{ _netregress_note skip-all "$*"; }}
-ktap_exit_fail_msg() {{ _netregress_note error "$*"; }}
-"""
-
-_STAND_INS = (_PACKETDRILL + _UNSHARE + _KTAP).encode()  # a change of ours probes again
+# Our stand-ins (files of this package, run by path): a packetdrill that writes down its
+# arguments and fails, an unshare that only runs its command, and the KTAP helpers that write
+# down each verdict; all of them append to the file the variable `_LOG` names.
+_STAND_INS = Path(__file__).parent / "stand_ins"
+_BIN = _STAND_INS / "bin"
+_KTAP = _STAND_INS / "ktap_helpers.sh"
 
 
 @dataclass(frozen=True)
@@ -91,8 +65,8 @@ def has_runner(corpus: Path) -> bool:
 
 
 class RunnerProbe:
-    """The stand-ins in a private temporary folder, built once for many scripts (close() or
-    a ``with`` block removes it)."""
+    """The runner's copy beside our KTAP helpers in a private temporary folder, built once for
+    many scripts (close() or a ``with`` block removes it)."""
 
     def __init__(self, corpus: Path) -> None:
         if not (corpus / RUNNER).is_file():
@@ -105,17 +79,15 @@ class RunnerProbe:
             runner.parent.mkdir(parents=True)
             shutil.copyfile(corpus / RUNNER, runner)
             (self.root / "kselftest").mkdir()
-            (self.root / "kselftest" / "ktap_helpers.sh").write_text(_KTAP)
-            bin_dir = self.root / "bin"
-            bin_dir.mkdir()
-            for name, text in (("packetdrill", _PACKETDRILL), ("unshare", _UNSHARE)):
-                (bin_dir / name).write_text(text)
-                (bin_dir / name).chmod(0o755)
+            shutil.copyfile(_KTAP, self.root / "kselftest" / "ktap_helpers.sh")
+            # a change of ours probes again (the plans are remembered by this too)
+            self.stand_ins = b"".join(
+                path.read_bytes() for path in (_BIN / "packetdrill", _BIN / "unshare", _KTAP)
+            )
         except OSError as exc:
             self.close()
             raise KernelsError(f"cannot prepare the runner probe: {exc}") from None
         self.runner = runner
-        self.bin_dir = bin_dir
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -133,7 +105,9 @@ class RunnerProbe:
         collection otherwise)."""
         try:
             key = hashlib.sha256(
-                b"\0".join([_STAND_INS, (self.corpus / RUNNER).read_bytes(), script.read_bytes()])
+                b"\0".join(
+                    [self.stand_ins, (self.corpus / RUNNER).read_bytes(), script.read_bytes()]
+                )
                 + (b"slow" if slow else b"")
             ).hexdigest()
         except OSError as exc:
@@ -151,7 +125,7 @@ class RunnerProbe:
         log = self.root / "log"
         log.write_text("")
         env = {key: value for key, value in os.environ.items() if key != "KSFT_MACHINE_SLOW"}
-        env["PATH"] = f"{self.bin_dir}:{env.get('PATH', '/usr/bin:/bin')}"
+        env["PATH"] = f"{_BIN}:{env.get('PATH', '/usr/bin:/bin')}"
         env[_LOG] = str(log)
         if slow:
             env["KSFT_MACHINE_SLOW"] = "1"

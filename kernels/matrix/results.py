@@ -9,12 +9,26 @@ Why build cells from pytest's own reports: the guest's results come back as thos
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from enum import StrEnum
+from typing import Any
 
 import pytest
 
-Outcome = Literal["pass", "fail", "xfail", "skip", "crash"]
-UNEXPECTED: frozenset[Outcome] = frozenset({"fail", "crash"})
+from packetdrill.tolerance import TIMING_PROPERTY, TimingRecord
+
+
+class Outcome(StrEnum):
+    """A cell's verdict. Its value is the word every machine-read output uses (matrix.json,
+    runs.json, KCIDB's misc, JUnit's skip type), so a member reads and compares as that text."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    XFAIL = "xfail"
+    SKIP = "skip"
+    CRASH = "crash"
+
+
+UNEXPECTED = frozenset({Outcome.FAIL, Outcome.CRASH})
 
 
 @dataclass(frozen=True)
@@ -31,6 +45,19 @@ class TestResult:
     # the guest item's user properties (name, JSON or text), e.g. its packetdrill timing record
     properties: tuple[tuple[str, str], ...] = ()
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TestResult":
+        """A result as `dataclasses.asdict` stored it in JSON (runs.json, a mutation
+        campaign's stored results); an unknown outcome is a ValueError."""
+        return cls(**(data | {"outcome": Outcome(data["outcome"])}))
+
+    def timing(self) -> TimingRecord | None:
+        """The packetdrill timing record the guest's item attached as a user property, if any."""
+        for name, value in self.properties:
+            if name == TIMING_PROPERTY:
+                return TimingRecord.from_json(value)
+        return None
+
 
 def _outcome(reports: Sequence[pytest.TestReport]) -> tuple[Outcome, str, str]:
     """(outcome, one-line why, long text): a failure in any phase wins (a strict XPASS is a
@@ -45,15 +72,15 @@ def _outcome(reports: Sequence[pytest.TestReport]) -> tuple[Outcome, str, str]:
             lines = text.strip().splitlines() or [""]
             first = next((line for line in lines if line.startswith("E ")), lines[0])
             message = crash.message if crash is not None else first
-            return "fail", message.splitlines()[0] if message else "", text
+            return Outcome.FAIL, message.splitlines()[0] if message else "", text
     for report in reports:
         if report.skipped:
             if hasattr(report, "wasxfail"):
-                return "xfail", str(report.wasxfail), ""
+                return Outcome.XFAIL, str(report.wasxfail), ""
             longrepr = report.longrepr  # (file, line, reason); a list once sent as JSON
             reason = longrepr[2] if isinstance(longrepr, tuple | list) else longrepr
-            return "skip", str(reason), ""
-    return "pass", "", ""
+            return Outcome.SKIP, str(reason), ""
+    return Outcome.PASS, "", ""
 
 
 def from_reports(nodeid: str, reports: Sequence[pytest.TestReport]) -> TestResult:
@@ -69,4 +96,4 @@ def from_reports(nodeid: str, reports: Sequence[pytest.TestReport]) -> TestResul
 
 def from_collect_error(report: pytest.CollectReport) -> TestResult:
     """A module that failed to import: a failed test for every reader, not silence."""
-    return TestResult(report.nodeid, "fail", "collection error", report.longreprtext)
+    return TestResult(report.nodeid, Outcome.FAIL, "collection error", report.longreprtext)

@@ -28,7 +28,7 @@ from kernels.acquire.catalog import KernelSpec
 from kernels.acquire.fetch import fetch
 from kernels.acquire.kernel import BootableKernel
 from kernels.matrix import bytecode, reportlog
-from kernels.matrix.results import TestResult
+from kernels.matrix.results import Outcome, TestResult
 from kernels.matrix.schedule import Timing, measured
 from kernels.progress import Status
 from kernels.vm import phases
@@ -215,5 +215,5 @@ def _collect(run: KernelRun, exit_status: int | None) -> None:
         text = console.read_text(errors="replace") if console.exists() else ""
         run.problem = Crash(f"pytest did not finish ({what})", tail(text))
     if log.running is not None:
-        crash = TestResult(log.running, "crash", run.problem.reason, run.problem.excerpt)
+        crash = TestResult(log.running, Outcome.CRASH, run.problem.reason, run.problem.excerpt)
         run.results.append(crash)

@@ -27,7 +27,7 @@ from kernels.acquire.from_source.builder import BuildRequest, BuiltKernel
 from kernels.acquire.from_source.make import elapsed
 from kernels.acquire.from_source.source import SourceTree
 from kernels.errors import KernelsError
-from kernels.matrix.results import TestResult
+from kernels.matrix.results import Outcome, TestResult
 from kernels.matrix.runner import KernelRun
 from kernels.mutation.classify import Verdict, classify, confirmed, control_problems
 from kernels.mutation.mutant import Mutant, result_key
@@ -192,7 +192,7 @@ def run_control(
     results_file = stored.with_suffix(".results.json")
     if stored.is_file() and results_file.is_file():
         campaign.status("control: stored result reused")
-        results = [TestResult(**item) for item in json.loads(results_file.read_text())]
+        results = [TestResult.from_dict(item) for item in json.loads(results_file.read_text())]
         return Record.load(stored), results
     campaign.status("control: building the unpatched source")
     built = builds.control()
@@ -227,12 +227,12 @@ def _flaky_on_control(campaign: Campaign, built: BuiltKernel, run: KernelRun) ->
     and one such failure would void a whole campaign. Such a test stays a failure in the
     baseline, so it cannot kill a mutant (:func:`classify` needs a difference from the
     control); the campaign says which tests these were instead of quietly dropping them."""
-    failed = [r.nodeid for r in run.results if r.outcome == "fail"]
-    if not failed or any(r.outcome == "crash" for r in run.results):
+    failed = [r.nodeid for r in run.results if r.outcome == Outcome.FAIL]
+    if not failed or any(r.outcome == Outcome.CRASH for r in run.results):
         return []
     campaign.status(f"control: {len(failed)} test(s) failed; running them once more")
     again = campaign.runner(built, failed)
-    passed = {r.nodeid for r in again.results if r.outcome in ("pass", "xfail")}
+    passed = {r.nodeid for r in again.results if r.outcome in (Outcome.PASS, Outcome.XFAIL)}
     return failed if again.problem is None and passed >= set(failed) else []
 
 

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kernels.matrix.results import TestResult
+from kernels.matrix.results import UNEXPECTED, TestResult
+from kernels.matrix.results import Outcome as Cell
 
 Outcome = Literal["killed", "crashed", "survived", "stillborn"]
 COUNTED: frozenset[Outcome] = frozenset({"killed", "crashed", "survived"})
@@ -45,12 +46,10 @@ class Verdict:
 def control_problems(results: Sequence[TestResult], problem: str | None) -> list[str]:
     """Why a control run cannot serve as the baseline (empty when it can): a failed or crashed
     test, a kernel problem, or nothing run at all."""
-    found = [
-        f"{r.nodeid}: {r.outcome}: {r.message}" for r in results if r.outcome in ("fail", "crash")
-    ]
+    found = [f"{r.nodeid}: {r.outcome}: {r.message}" for r in results if r.outcome in UNEXPECTED]
     if problem is not None:
         found.append(f"kernel problem: {problem}")
-    if not any(r.outcome in ("pass", "xfail") for r in results):
+    if not any(r.outcome in (Cell.PASS, Cell.XFAIL) for r in results):
         found.append("no selected test passed or xfailed on the control")
     return found
 
@@ -75,11 +74,11 @@ def classify(
     crashed_test: TestResult | None = None
     for result in mutant:
         before = baseline.get(result.nodeid)
-        if result.outcome == "crash":
+        if result.outcome == Cell.CRASH:
             crashed_test = result
         elif before is None:
             changed.append(f"{result.nodeid}: {result.outcome} (not run on the control)")
-        elif result.outcome == "fail" and before.outcome != "fail":
+        elif result.outcome == Cell.FAIL and before.outcome != Cell.FAIL:
             kills.append(_kill(result))
         elif result.outcome != before.outcome:
             changed.append(f"{result.nodeid}: {before.outcome} → {result.outcome}")
@@ -101,8 +100,8 @@ def confirmed(
     doing, not one unlucky run nor a test this machine cannot pass right now (a loaded host
     fails timing checks on any kernel). Kills that did not hold are listed as changes, and a
     mutant left with none survived."""
-    repeated = {r.nodeid for r in again if r.outcome == "fail"}
-    control_failed = {r.nodeid for r in on_control if r.outcome in ("fail", "crash")}
+    repeated = {r.nodeid for r in again if r.outcome == Cell.FAIL}
+    control_failed = {r.nodeid for r in on_control if r.outcome in UNEXPECTED}
     kept = tuple(
         k for k in verdict.kills if k.nodeid in repeated and k.nodeid not in control_failed
     )

@@ -9,39 +9,34 @@ fails on another shows both traces aligned with the first divergence highlighted
 filter box; drill-downs open through URL fragments (CSS ``:target``), so the page works from
 disk or a CI artifact. Rendered with Jinja2 (pytest-html's own template engine).
 
-:func:`write_html` is called from :func:`kernels.report.table.write_outputs`, the one place every
-matrix output is written.
+Written with every result directory (kernels/report/outputs.py lists the formats).
 """
 
 import os
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from evidence.page import evidence_html
 from evidence.tracediff import align, describe, first_divergence, read_rows
-from kernels.matrix.results import TestResult
+from kernels.matrix.results import Outcome, TestResult
+from kernels.matrix.runner import KernelRun
+from kernels.report import grid
+from kernels.report.model import Matrix
+from kernels.report.record import Record
 from netregress.session import folder_name
 
-if TYPE_CHECKING:
-    from kernels.matrix.runner import KernelRun
-    from kernels.report.table import Matrix
-
-# The matrix's cell words (kernels.report.table) to colour classes; unknown words stay uncoloured.
-_CLASS = {
-    "pass": "pass",
-    "pass~": "widened",
-    "FAIL": "fail",
-    "XPASS": "xpass",
-    "xfail": "xfail",
-    "skip": "skip",
-    "CRASH": "crash",
+FILE = "matrix.html"
+XPASS = "XPASS"
+# The grid's cell words (kernels/report/grid.py) to colour classes, an outcome's class being
+# its name; unknown words stay uncoloured.
+_CLASS = {grid.WORDS[outcome]: outcome.value for outcome in Outcome} | {
+    grid.WIDENED: "widened",
+    XPASS: "xpass",
 }
 LEGEND = [
     ("pass", "pass"),
@@ -86,15 +81,15 @@ def _class(word: str) -> str:
     return _CLASS.get(word.split(" ", 1)[0], "none")
 
 
-def evidence_dir(run: "KernelRun", nodeid: str) -> Path:
+def evidence_dir(run: KernelRun, nodeid: str) -> Path:
     """Where the guest's netns plugin kept this test's pcaps (NETREGRESS_ARTIFACTS)."""
     return run.out_dir / "artifacts" / folder_name(nodeid)
 
 
-def _word(result: TestResult | None, symbol: Callable[[TestResult | None], str]) -> str:
-    if result is not None and result.outcome == "fail" and "XPASS" in result.message:
-        return "XPASS"
-    return symbol(result)
+def _word(result: TestResult | None) -> str:
+    if result is not None and result.outcome == Outcome.FAIL and XPASS in result.message:
+        return XPASS
+    return grid.word(result)
 
 
 def _pcaps(folder: Path) -> dict[str, Path]:
@@ -104,7 +99,7 @@ def _pcaps(folder: Path) -> dict[str, Path]:
     return {_COUNTER.sub("", p.name): p for p in sorted(folder.glob("*.pcap"))}
 
 
-def _diffs(passing: "KernelRun", failing: "KernelRun", nodeid: str) -> list[Diff]:
+def _diffs(passing: KernelRun, failing: KernelRun, nodeid: str) -> list[Diff]:
     good, bad = _pcaps(evidence_dir(passing, nodeid)), _pcaps(evidence_dir(failing, nodeid))
     out = []
     for name in [n for n in bad if n in good][:MAX_DIFFED_PCAPS]:
@@ -124,8 +119,8 @@ def _diffs(passing: "KernelRun", failing: "KernelRun", nodeid: str) -> list[Diff
 
 
 def _detail(
-    matrix: "Matrix",
-    run: "KernelRun",
+    matrix: Matrix,
+    run: KernelRun,
     nodeid: str,
     result: TestResult,
     ident: str,
@@ -133,14 +128,14 @@ def _detail(
     out_dir: Path,
 ) -> Detail:
     detail = Detail(ident, nodeid, run.name, word, _class(word), result.message)
-    if result.outcome == "crash":
+    if result.outcome == Outcome.CRASH:
         excerpt = result.details or (run.problem.excerpt if run.problem else "")
         detail.console = "\n".join(excerpt.splitlines()[-60:])
         detail.console_link = Path(os.path.relpath(run.out_dir / "console.log", out_dir)).as_posix()
         return detail
     if result.details:
         detail.text = "\n".join(result.details.splitlines()[-80:])
-    if result.outcome == "fail":
+    if result.outcome == Outcome.FAIL:
         detail.evidence = Markup(
             evidence_html(evidence_dir(run, nodeid), result.details or result.message, out_dir)
         )
@@ -148,7 +143,7 @@ def _detail(
             (
                 other
                 for other in matrix.runs
-                if (cell := matrix.cell(nodeid, other.name)) and cell.outcome == "pass"
+                if (cell := matrix.cell(nodeid, other.name)) and cell.outcome == Outcome.PASS
             ),
             None,
         )
@@ -157,19 +152,13 @@ def _detail(
     return detail
 
 
-def render(
-    matrix: "Matrix",
-    out_dir: Path,
-    kernel_header: list[str],
-    kernel_lines: list[list[str]],
-    symbol: Callable[[TestResult | None], str],
-) -> str:
+def render(matrix: Matrix, out_dir: Path) -> str:
     rows, details = [], []
     for r, nodeid in enumerate(matrix.rows):
         cells, words = [], []
         for c, run in enumerate(matrix.runs):
             result = matrix.cell(nodeid, run.name)
-            word = _word(result, symbol)
+            word = _word(result)
             words.append(word)
             ident = f"d-{r}-{c}" if result is not None else ""
             if result is not None:
@@ -189,21 +178,16 @@ def render(
     return env.get_template("matrix.html.j2").render(
         generated=time.strftime("Generated %Y-%m-%d %H:%M:%S %Z"),
         kernels=[run.name for run in matrix.runs],
-        kernel_header=kernel_header,
-        kernel_lines=kernel_lines,
+        kernel_header=grid.KERNEL_HEADER,
+        kernel_lines=[grid.kernel_line(run) for run in matrix.runs],
         legend=LEGEND,
         rows=rows,
         details=details,
     )
 
 
-def write_html(
-    matrix: "Matrix",
-    out_dir: Path,
-    kernel_header: list[str],
-    kernel_lines: list[list[str]],
-    symbol: Callable[[TestResult | None], str],
-) -> Path:
-    path = out_dir / "matrix.html"
-    path.write_text(render(matrix, out_dir, kernel_header, kernel_lines, symbol))
-    return path
+def write(matrix: Matrix, rec: Record, out_dir: Path) -> list[Path]:
+    """matrix.html."""
+    path = out_dir / FILE
+    path.write_text(render(matrix, out_dir))
+    return [path]

@@ -15,17 +15,22 @@ reader can match the file to the matrix's rows.
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+# No public name: the classname/name split of pytest's own --junitxml, which ours must match.
 from _pytest.junitxml import mangle_test_address
 
-from kernels.matrix.results import TestResult
+from kernels.matrix.results import Outcome, TestResult
 from kernels.matrix.runner import KernelRun
-
-if TYPE_CHECKING:  # the report (Jinja2) is the host's: the guest's pytest imports this module
-    from kernels.report.table import Matrix
+from kernels.report.model import Matrix
+from kernels.report.record import Record
 
 NODEID_PROPERTY = "nodeid"
+_TAGS = {
+    Outcome.FAIL: "failure",
+    Outcome.CRASH: "error",
+    Outcome.SKIP: "skipped",
+    Outcome.XFAIL: "skipped",
+}
 
 
 def suite_properties(run: KernelRun) -> list[tuple[str, str]]:
@@ -43,14 +48,14 @@ def suite_properties(run: KernelRun) -> list[tuple[str, str]]:
 def write_junit(path: Path, run: KernelRun, results: list[TestResult], started: str) -> None:
     """A JUnit file for one kernel; crashes are errors whose text is the console excerpt. The
     suite's time is the kernel's whole run, boot included (a merge: its shards' added)."""
-    counts = {o: sum(r.outcome == o for r in results) for o in ("fail", "crash", "skip", "xfail")}
+    counts = {o: sum(r.outcome == o for r in results) for o in Outcome}
     root = ET.Element(
         "testsuite",
         name=f"netregress on {run.name}",
         tests=str(len(results)),
-        failures=str(counts["fail"]),
-        errors=str(counts["crash"]),
-        skipped=str(counts["skip"] + counts["xfail"]),
+        failures=str(counts[Outcome.FAIL]),
+        errors=str(counts[Outcome.CRASH]),
+        skipped=str(counts[Outcome.SKIP] + counts[Outcome.XFAIL]),
         time=f"{run.total_seconds:.3f}",
         timestamp=started,
     )
@@ -70,25 +75,22 @@ def write_junit(path: Path, run: KernelRun, results: list[TestResult], started: 
         ET.SubElement(props, "property", name=NODEID_PROPERTY, value=result.nodeid)
         for prop, value in result.properties:
             ET.SubElement(props, "property", name=prop, value=value)
-        tag = {"fail": "failure", "crash": "error", "skip": "skipped", "xfail": "skipped"}.get(
-            result.outcome
-        )
+        tag = _TAGS.get(result.outcome)
         if tag:
             node = ET.SubElement(case, tag, message=result.message)
-            if result.outcome in ("skip", "xfail"):
+            if result.outcome in (Outcome.SKIP, Outcome.XFAIL):
                 node.set("type", f"pytest.{result.outcome}")
             node.text = result.details
     ET.indent(root)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
-def write_matrix(matrix: "Matrix", out_dir: Path, started: str) -> list[Path]:
+def write(matrix: Matrix, rec: Record, out_dir: Path) -> list[Path]:
     """`junit-<kernel>.xml` per kernel column, rows in matrix order (the console row last);
-    `started` is the run's start (the record's), every suite's timestamp."""
+    the record's start is every suite's timestamp."""
     written = []
     for run in matrix.runs:
         path = out_dir / f"junit-{run.name}.xml"
-        results = [c for nodeid in matrix.rows if (c := matrix.cell(nodeid, run.name))]
-        write_junit(path, run, results, started)
+        write_junit(path, run, matrix.column(run.name), rec.started)
         written.append(path)
     return written

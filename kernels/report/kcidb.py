@@ -34,9 +34,9 @@ from kcidb_io import schema
 from kernels.acquire.kernel import GitSource
 from kernels.errors import KernelsError
 from kernels.matrix.expectations import link_of
-from kernels.matrix.results import TestResult
+from kernels.matrix.results import Outcome, TestResult
 from kernels.report import record
-from kernels.report.table import CONSOLE_ROW
+from kernels.report.model import CONSOLE_ROW
 from netns.variants import split_broken
 
 ORIGIN = "netregress"
@@ -66,15 +66,15 @@ def test_path(nodeid: str) -> str:
 
 def _status(cell: TestResult) -> str:
     match cell.outcome:
-        case "skip":
+        case Outcome.SKIP:
             return "SKIP"
-        case "crash":
+        case Outcome.CRASH:
             return "FAIL" if cell.details else "MISS"
         case outcome if split_broken(cell.nodeid) is not None:
             # The proof holds only as the expected failure; a pass (XPASS strict is a
             # failed call) or a failure of another kind proves nothing.
-            return "PASS" if outcome == "xfail" else "FAIL"
-        case "pass":
+            return "PASS" if outcome == Outcome.XFAIL else "FAIL"
+        case Outcome.PASS:
             return "PASS"
         case _:
             return "FAIL"  # a failure, or a declared known failure (see the incident)
@@ -172,10 +172,10 @@ def _kernel_objects(
 ) -> dict[str, list[dict[str, Any]]]:
     run = entry.run
     checkout, build = _checkout_and_build(rec, entry)
-    console = TestResult(CONSOLE_ROW, "pass")
+    console = TestResult(CONSOLE_ROW, Outcome.PASS)
     if run.problem is not None:
         excerpt = run.problem.excerpt or run.problem.reason
-        console = TestResult(CONSOLE_ROW, "crash", run.problem.reason, excerpt)
+        console = TestResult(CONSOLE_ROW, Outcome.CRASH, run.problem.reason, excerpt)
     out: dict[str, list[dict[str, Any]]] = {
         "checkouts": [checkout],
         "builds": [build],
@@ -186,7 +186,7 @@ def _kernel_objects(
     for cell in [*run.results, console]:
         test = _test(build, run.name, run.accel, cell, url)
         out["tests"].append(test)
-        if cell.outcome == "xfail" and split_broken(cell.nodeid) is None:
+        if cell.outcome == Outcome.XFAIL and split_broken(cell.nodeid) is None:
             issue, incident = _known(test, cell.message)
             out["issues"].append(issue)
             out["incidents"].append(incident)
@@ -262,6 +262,13 @@ def bisect_culprit(
         "checkouts": [checkout], "builds": [build], "tests": [test],
         "issues": [issue], "incidents": [incident],
     })  # fmt: skip
+
+
+def summary(data: dict[str, Any]) -> str:
+    """What an export holds, for the line that says where it was written."""
+    counts = ", ".join(f"{len(data.get(key, []))} {key}" for key in ("checkouts", "builds",
+                       "tests", "issues", "incidents"))  # fmt: skip
+    return f"KCIDB {data['version']['major']}.{data['version']['minor']}: {counts}"
 
 
 def export(rec: record.Record, url: str = "") -> dict[str, Any]:

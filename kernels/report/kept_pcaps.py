@@ -8,8 +8,9 @@ on another. Then everything else goes, so a matrix folder stays the size of its 
 
 import shutil
 
+from kernels.matrix.results import Outcome
 from kernels.report.html import evidence_dir
-from kernels.report.table import Matrix
+from kernels.report.model import Matrix
 
 PYTEST_OPTION = "--keep-passing-pcaps"
 
@@ -19,11 +20,11 @@ def prune(matrix: Matrix) -> int:
     removed = 0
     for nodeid in matrix.rows:
         cells = [(run, matrix.cell(nodeid, run.name)) for run in matrix.runs]
-        if any(cell and cell.outcome == "fail" for _, cell in cells):
+        if any(cell and cell.outcome == Outcome.FAIL for _, cell in cells):
             continue
         for run, cell in cells:
             folder = evidence_dir(run, nodeid)
-            if cell and cell.outcome == "pass" and folder.is_dir():
+            if cell and cell.outcome == Outcome.PASS and folder.is_dir():
                 shutil.rmtree(folder, ignore_errors=True)
                 removed += 1
     return removed

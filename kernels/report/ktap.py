@@ -16,15 +16,12 @@ wants of a mismatch (docs/timing-tolerance.md), and not a failure kselftest runn
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
-from kernels.matrix.results import TestResult, from_collect_error, from_reports
-from packetdrill.tolerance import TIMING_PROPERTY, TimingRecord
-
-if TYPE_CHECKING:  # the report (Jinja2, plots) is the matrix's: a guest's pytest never needs it
-    from kernels.report.table import Matrix
+from kernels.matrix.results import Outcome, TestResult, from_collect_error, from_reports
+from kernels.report.model import Matrix
+from kernels.report.record import Record
 
 VERSION_LINE = "KTAP version 1"
 MACHINE_SLOW = "KSFT_MACHINE_SLOW"
@@ -41,20 +38,17 @@ def machine_slow() -> bool:
 def _failed_on_timing_alone(result: TestResult) -> bool:
     """A failure whose only finding is a timing mismatch: the script stopped on a timing
     check (its timing record says so), so nothing else of it was judged."""
-    if result.outcome != "fail":
+    record = result.timing()
+    if result.outcome != Outcome.FAIL or record is None:
         return False
-    for name, value in result.properties:
-        if name == TIMING_PROPERTY:
-            record = TimingRecord.from_json(value)
-            return record.verdict == "failed" and record.timing_error != ""
-    return False
+    return record.verdict == "failed" and record.timing_error != ""
 
 
 def _as_written(result: TestResult, slow: bool) -> TestResult:
     """The result as KTAP states it: on a slow machine a failure on timing alone is an XFAIL
     (its details kept, so the mismatch is still shown), everything else as it is."""
     if slow and _failed_on_timing_alone(result):
-        return replace(result, outcome="xfail", message=NOT_CHECKABLE)
+        return replace(result, outcome=Outcome.XFAIL, message=NOT_CHECKABLE)
     return result
 
 
@@ -72,17 +66,17 @@ def _result_lines(number: int, result: TestResult) -> list[str]:
     name = _description(result.nodeid)
     why = _one_line(result.message)
     match result.outcome:
-        case "pass":
+        case Outcome.PASS:
             return [f"ok {number} {name}"]
-        case "skip":
+        case Outcome.SKIP:
             why = why.removeprefix("Skipped: ")  # pytest's prefix, redundant after SKIP
             return [f"ok {number} {name} # SKIP {why}".rstrip()]
-        case "xfail":
+        case Outcome.XFAIL:
             detail = result.details.splitlines()[-_DETAIL_LINES:]  # a slow machine's mismatch
             return [f"# {line}".rstrip() for line in detail] + [
                 f"ok {number} {name} # XFAIL {why}".rstrip()
             ]
-        case "crash":
+        case Outcome.CRASH:
             return [f"not ok {number} {name} # ERROR {why}".rstrip()]
         case _:
             detail = (result.details or result.message).splitlines()[-_DETAIL_LINES:]
@@ -96,24 +90,24 @@ def render(results: list[TestResult], title: str, *, slow: bool = False) -> str:
     lines = [VERSION_LINE, f"1..{len(results)}", f"# {_one_line(title)}"]
     for number, result in enumerate(results, start=1):
         lines += _result_lines(number, result)
-    count = {o: sum(r.outcome == o for r in results) for o in ("pass", "fail", "xfail", "skip")}
-    errors = sum(r.outcome == "crash" for r in results)
+    count = {o: sum(r.outcome == o for r in results) for o in Outcome}
     lines.append(
-        f"# Totals: pass:{count['pass']} fail:{count['fail']} xfail:{count['xfail']} xpass:0 "
-        f"skip:{count['skip']} error:{errors}"
+        f"# Totals: pass:{count[Outcome.PASS]} fail:{count[Outcome.FAIL]} "
+        f"xfail:{count[Outcome.XFAIL]} xpass:0 skip:{count[Outcome.SKIP]} "
+        f"error:{count[Outcome.CRASH]}"
     )
     return "\n".join(lines) + "\n"
 
 
-def write_matrix(matrix: "Matrix", out_dir: Path) -> list[Path]:
+def write(matrix: Matrix, rec: Record, out_dir: Path) -> list[Path]:
     """`ktap-<kernel>.tap` per kernel column, rows in matrix order (the console row last)."""
     written = []
     for run in matrix.runs:
         kernel = run.kernel
         build = f" {kernel.release} ({kernel.version})" if kernel else ""
-        cells = [c for nodeid in matrix.rows if (c := matrix.cell(nodeid, run.name))]
         path = out_dir / f"ktap-{run.name}.tap"
-        path.write_text(render(cells, f"netregress on {run.name}{build}", slow=machine_slow()))
+        title = f"netregress on {run.name}{build}"
+        path.write_text(render(matrix.column(run.name), title, slow=machine_slow()))
         written.append(path)
     return written
 

@@ -17,7 +17,7 @@ from kernels.matrix.results import TestResult
 from kernels.matrix.runner import KernelRun
 from kernels.matrix.shard import Piece, plan
 from kernels.report import record
-from kernels.report.table import Matrix, build
+from kernels.report.model import Matrix, build
 from kernels.vm.console import Crash
 
 

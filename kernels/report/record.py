@@ -21,7 +21,7 @@ from kernels.errors import KernelsError
 from kernels.matrix.results import TestResult
 from kernels.matrix.runner import KernelRun
 from kernels.matrix.shard import Piece
-from kernels.report.table import CONSOLE_ROW, Matrix
+from kernels.report.model import CONSOLE_ROW, Matrix
 from kernels.vm.console import Crash
 
 RECORD = "runs.json"
@@ -96,7 +96,7 @@ def _run_from(data: dict[str, Any], base: Path) -> KernelRun:
             Path(kernel["image"]) if kernel["image"] else None,
             git=GitSource(**kernel["git"]) if kernel.get("git") else None,
         ),
-        results=[TestResult(**result) for result in data["results"]],
+        results=[TestResult.from_dict(result) for result in data["results"]],
         problem=None if data["problem"] is None else Crash(**data["problem"]),
         accel=data["accel"],
         boot_seconds=data["boot_seconds"],
@@ -104,7 +104,8 @@ def _run_from(data: dict[str, Any], base: Path) -> KernelRun:
     )  # fmt: skip
 
 
-def write(record: Record, out_dir: Path) -> Path:
+def write(matrix: Matrix, record: Record, out_dir: Path) -> list[Path]:
+    """runs.json (the record holds the matrix's cells already: `cells_of`)."""
     path = out_dir / RECORD
     data = {
         "format": FORMAT,
@@ -120,7 +121,7 @@ def write(record: Record, out_dir: Path) -> Path:
         ],
     }
     path.write_text(json.dumps(data, indent=1) + "\n")
-    return path
+    return [path]
 
 
 def read(out_dir: Path) -> Record:
@@ -148,5 +149,5 @@ def read(out_dir: Path) -> Record:
                 for e in data["entries"]
             ],
         )
-    except (KeyError, TypeError, IndexError) as exc:
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise KernelsError(f"{path}: malformed record ({exc!r})") from None

@@ -1,125 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""The matrix: rows = tests, columns = kernels; rendered for the terminal, Markdown and JSON.
+"""The matrix as tables: the terminal view a run prints and matrix.md.
 
-Why a synthetic "(kernel console)" row: a WARN splat or oops can happen while every test still
-passes; the row makes such a kernel visibly red instead of hiding the finding in a log.
+Why both here: they are one layout (kernels, the grid, what went wrong) told in two syntaxes,
+and Markdown escapes only what plain text does not need to.
 """
 
-import json
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from kernels.matrix.results import UNEXPECTED, TestResult
-from kernels.matrix.runner import KernelRun
-from kernels.report.html import write_html
+from kernels.matrix.results import Outcome
+from kernels.report import grid
+from kernels.report.model import Matrix
+from kernels.report.record import Record
 
-CONSOLE_ROW = "(kernel console)"
-_CELL = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "skip": "skip", "crash": "CRASH"}
-# The guest's packetdrill items record their timing verdict as this JSON user property
-# (packetdrill/tolerance.py: TimingRecord).
-TIMING_PROPERTY = "packetdrill_timing"
-WIDENED = "pass~"
-LEGEND = (
-    f"{WIDENED}: passed only with late-side timing slack for a slow machine "
-    "(docs/timing-tolerance.md)"
-)
-
-
-@dataclass(frozen=True)
-class Matrix:
-    """Every kernel's results, completed so that each row has a cell per kernel."""
-
-    runs: list[KernelRun]
-    rows: list[str]
-    cells: dict[tuple[str, str], TestResult]
-
-    def cell(self, nodeid: str, kernel: str) -> TestResult | None:
-        return self.cells.get((nodeid, kernel))
-
-    def unexpected(self) -> list[tuple[str, str, TestResult]]:
-        """(test, kernel, result) for every fail and crash."""
-        return [
-            (nodeid, run.name, result)
-            for nodeid in self.rows
-            for run in self.runs
-            if (result := self.cell(nodeid, run.name)) and result.outcome in UNEXPECTED
-        ]
-
-
-def build(runs: list[KernelRun], collected: list[str]) -> Matrix:
-    """Rows: the host's collection order, then tests only a guest found; crashes fill gaps.
-
-    A kernel that died has no result for the tests after the crash: those cells are "crash"
-    too, because the kernel under test is why they did not run.
-    """
-    rows = list(dict.fromkeys(collected))
-    found = {r.nodeid for run in runs for r in run.results}
-    rows += sorted(found - set(rows))
-    cells: dict[tuple[str, str], TestResult] = {}
-    for run in runs:
-        for result in run.results:
-            cells[(result.nodeid, run.name)] = result
-        problem = run.problem
-        console = (
-            TestResult(CONSOLE_ROW, "crash", problem.reason, problem.excerpt)
-            if problem
-            else TestResult(CONSOLE_ROW, "pass")
-        )
-        cells[(CONSOLE_ROW, run.name)] = console
-        if problem:
-            for nodeid in rows:
-                cells.setdefault((nodeid, run.name), TestResult(nodeid, "crash", problem.reason))
-    return Matrix(runs, [*rows, CONSOLE_ROW], cells)
-
-
-def timing(cell: TestResult | None) -> dict[str, object] | None:
-    """The packetdrill timing record a guest item attached to its result, if any."""
-    for name, value in cell.properties if cell else ():
-        if name == TIMING_PROPERTY:
-            record: dict[str, object] = json.loads(value)
-            return record
-    return None
-
-
-def _packetdrill_slack(run: KernelRun) -> str:
-    """The late-side timing slack the guest's packetdrill items ran with (their structured
-    timing records): slow, emulated guests get slack, and the report says how much."""
-    for result in run.results:
-        record = timing(result)
-        if record is not None:
-            tolerance = record["tolerance"]
-            assert isinstance(tolerance, dict)
-            slack = float(tolerance["late_slack_usecs"]) / 1000
-            return f"+{slack:.1f} ms late ({tolerance['slack_from']})"
-    return "-"
-
-
-def _kernel_line(run: KernelRun) -> list[str]:
-    kernel = run.kernel
-    boot = f"{run.boot_seconds:.1f}" if run.boot_seconds is not None else "-"
-    return [
-        run.name,
-        kernel.release if kernel else "-",
-        kernel.version if kernel else "-",
-        run.accel,
-        boot,
-        f"{run.total_seconds:.1f}",
-        _packetdrill_slack(run),
-        run.problem.reason if run.problem else "ok",
-    ]
-
-
-KERNEL_HEADER = [
-    "kernel",
-    "release",
-    "version",
-    "accel",
-    "boot s",
-    "total s",
-    "pkt tolerance",
-    "status",
-]
+FILE = "matrix.md"
 
 
 def _table(header: list[str], rows: list[list[str]], markdown: bool) -> str:
@@ -134,38 +27,25 @@ def _table(header: list[str], rows: list[list[str]], markdown: bool) -> str:
     )
 
 
-_COMMIT = re.compile(r"\b[0-9a-f]{12,40}\b")
-
-
-def _symbol(cell: TestResult | None) -> str:
-    """A pass that needed timing widening shows as such; a known kernel difference (an
-    expectations.toml xfail citing its commit) shows the commit in its cell, so the grid tells
-    kernels apart without opening the reasons."""
-    if cell is None:
-        return "-"
-    record = timing(cell)
-    if cell.outcome == "pass" and record and record["verdict"] == "widened":
-        return WIDENED
-    if cell.outcome == "xfail" and (commit := _COMMIT.search(cell.message)):
-        return f"xfail {commit.group()[:12]}"
-    return _CELL[cell.outcome]
+def _kernels(matrix: Matrix, markdown: bool) -> str:
+    return _table(grid.KERNEL_HEADER, [grid.kernel_line(run) for run in matrix.runs], markdown)
 
 
 def _grid(matrix: Matrix, markdown: bool) -> str:
     header = ["test", *(run.name for run in matrix.runs)]
-    rows = [[nodeid, *(_symbol(matrix.cell(nodeid, run.name)) for run in matrix.runs)]
+    rows = [[nodeid, *(grid.word(matrix.cell(nodeid, run.name)) for run in matrix.runs)]
             for nodeid in matrix.rows]  # fmt: skip
-    legend = [LEGEND] if any(WIDENED in row for row in rows) else []
+    legend = [grid.LEGEND] if any(grid.WIDENED in row for row in rows) else []
     return "\n\n".join([_table(header, rows, markdown), *legend])
 
 
 def _problems(matrix: Matrix, markdown: bool) -> list[str]:
     out = []
     for nodeid, kernel, result in matrix.unexpected():
-        title = f"{_CELL[result.outcome]} {nodeid} on {kernel}: {result.message}"
+        title = f"{grid.WORDS[result.outcome]} {nodeid} on {kernel}: {result.message}"
         if not markdown:
             out.append(f"- {title}")
-        elif result.outcome == "fail" and result.details:
+        elif result.outcome == Outcome.FAIL and result.details:
             out.append(f"### {title}\n```\n{_last_lines(result.details)}\n```")
         else:
             out.append(f"### {title}")
@@ -184,11 +64,7 @@ def _last_lines(text: str, count: int = 40) -> str:
 
 def render_text(matrix: Matrix) -> str:
     """The terminal view: kernels, the grid, then what went wrong."""
-    parts = [
-        _table(KERNEL_HEADER, [_kernel_line(run) for run in matrix.runs], markdown=False),
-        "",
-        _grid(matrix, markdown=False),
-    ]
+    parts = [_kernels(matrix, markdown=False), "", _grid(matrix, markdown=False)]
     problems = _problems(matrix, markdown=False)
     if problems:
         parts += ["", "Unexpected:", *problems]
@@ -199,7 +75,7 @@ def render_markdown(matrix: Matrix) -> str:
     parts = [
         "# netregress kernel matrix",
         "",
-        _table(KERNEL_HEADER, [_kernel_line(run) for run in matrix.runs], markdown=True),
+        _kernels(matrix, markdown=True),
         "",
         _grid(matrix, markdown=True),
     ]
@@ -208,29 +84,8 @@ def render_markdown(matrix: Matrix) -> str:
     return "\n".join(parts) + "\n"
 
 
-def to_json(matrix: Matrix) -> dict[str, object]:
-    kernels = [dict(zip(KERNEL_HEADER, _kernel_line(run), strict=True)) for run in matrix.runs]
-    for entry, run in zip(kernels, matrix.runs, strict=True):
-        entry["console"] = str(run.out_dir / "console.log")
-        entry["crash_excerpt"] = run.problem.excerpt if run.problem else ""
-    tests = {
-        nodeid: {
-            run.name: {"outcome": c.outcome, "message": c.message}
-            | ({"timing": record} if (record := timing(c)) else {})
-            for run in matrix.runs
-            if (c := matrix.cell(nodeid, run.name))
-        }
-        for nodeid in matrix.rows
-    }
-    return {"kernels": kernels, "tests": tests, "unexpected": len(matrix.unexpected())}
-
-
-def write_outputs(matrix: Matrix, out_dir: Path) -> list[Path]:
-    """matrix.md, matrix.json and matrix.html in `out_dir`; returns the paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = [out_dir / "matrix.md", out_dir / "matrix.json"]
-    written[0].write_text(render_markdown(matrix))
-    written[1].write_text(json.dumps(to_json(matrix), indent=2) + "\n")
-    kernel_lines = [_kernel_line(run) for run in matrix.runs]
-    written.append(write_html(matrix, out_dir, KERNEL_HEADER, kernel_lines, _symbol))
-    return written
+def write(matrix: Matrix, rec: Record, out_dir: Path) -> list[Path]:
+    """matrix.md."""
+    path = out_dir / FILE
+    path.write_text(render_markdown(matrix))
+    return [path]

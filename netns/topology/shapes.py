@@ -7,7 +7,7 @@ the flannel case); everything else uses documentation or private ranges that exi
 inside the test namespaces.
 """
 
-from .model import Bridge, Existing, Fdb, Iface, Ipip, LinkSpec, Neigh, Route, Topology, Veth, Vxlan
+from .model import Bridge, Fdb, Iface, Ipip, LinkSpec, Neigh, Route, Topology, Veth, Vxlan
 
 FORWARDING: dict[str, str | int] = {"net.ipv4.ip_forward": 1}
 # New namespaces' rp_filter defaults differ between kernels and distros: pin it.
@@ -95,18 +95,6 @@ def ipip_multihomed() -> Topology:
             Route("n2", f"{N4_OVERLAY}/32", dev="ipip0"),
             Route("n4", f"{N2_OVERLAY}/32", dev="ipip0"),
         ),
-    )
-
-
-def with_tunl0_up(topology: Topology, host: str) -> Topology:
-    """The same topology with *host*'s fallback ``tunl0`` brought up (C06 variant / C07)."""
-    return Topology(
-        topology.name + f"+tunl0@{host}",
-        topology.hosts,
-        topology.links + (Existing(Iface(host, "tunl0")),),
-        topology.routes,
-        topology.neighbours,
-        topology.fdb,
     )
 
 

@@ -22,8 +22,8 @@ from kernels.paths import REPO_ROOT
 from kernels.vm.accel import choose_accel
 from kernels.vm.initramfs import GUEST_OUT
 from kernels.vm.launcher import Boot, GuestCommand
-from kernels.vm.procs import Children, reap_leftovers, run_dir
-from kernels.vm.qemu import InitramfsLauncher
+from kernels.vm.procs import run_dir
+from kernels.vm.session import vm_session
 
 from . import record
 from .environment import config_hz
@@ -59,27 +59,25 @@ def run_in_kernel(name: str, argv: list[str], accel: str) -> tuple[dict[str, Any
     ]
     if kernel.image is None:  # the catalog's `running` entry: no VM needed
         raise GuestProblem(f"{spec.name} is the running kernel: run without --kernel")
-    children = Children()
-    reap_leftovers()
-    launcher = InitramfsLauncher(children)
     stop = threading.Event()
     follower = threading.Thread(target=_follow, args=(out_dir / _PROGRESS, stop), daemon=True)
     follower.start()
     try:
-        chosen = choose_accel(accel, kernel, launcher, lambda m: _say(f"{spec.name}: {m}"))
-        env = guest_env(kernel, RunOptions(pytest_args=[]), chosen, GUEST_OUT)
-        env["PYTHONPATH"] = str(REPO_ROOT)
-        guest = GuestCommand(command, Path.cwd(), env, GUEST_MODULES)
-        result = launcher.run(
-            Boot(kernel, guest, out_dir, chosen, GUEST_TIMEOUT),
-            lambda m: _say(f"{spec.name} ({chosen}): {m}"),
-        )
+        with vm_session() as vm:
+            launcher = vm.launcher
+            chosen = choose_accel(accel, kernel, launcher, lambda m: _say(f"{spec.name}: {m}"))
+            env = guest_env(kernel, RunOptions(pytest_args=[]), chosen, GUEST_OUT)
+            env["PYTHONPATH"] = str(REPO_ROOT)
+            guest = GuestCommand(command, Path.cwd(), env, GUEST_MODULES)
+            result = launcher.run(
+                Boot(kernel, guest, out_dir, chosen, GUEST_TIMEOUT),
+                lambda m: _say(f"{spec.name} ({chosen}): {m}"),
+            )
     except KernelsError as err:
         raise GuestProblem(str(err)) from None
     finally:
         stop.set()
         follower.join()
-        children.stop_all()
     _say(f"guest output in {out_dir}")
     if result.crash is not None:
         raise GuestProblem(

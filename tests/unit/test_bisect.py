@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernels.acquire.from_source.source import git_tree
-from kernels.bisect import bisect, demo
+from kernels.bisect import bisect, cli, demo
 from kernels.errors import KernelsError
 from kernels.matrix.results import Outcome, TestResult
 from kernels.matrix.runner import KernelRun
@@ -146,7 +146,7 @@ def test_prepare_refuses_bad_input(repo: Path) -> None:
 
 
 def test_cli_bad_tree_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert bisect.main(["--tree", str(tmp_path), "--good", "a", "--bad", "b", "--", "-k", "x"]) == 2
+    assert cli.main(["--tree", str(tmp_path), "--good", "a", "--bad", "b", "--", "-k", "x"]) == 2
     assert "is not a kernel source tree" in capsys.readouterr().err
 
 

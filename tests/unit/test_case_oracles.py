@@ -15,9 +15,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import TypeGuard
 
 import pytest
-from _pytest.mark.structures import Mark, ParameterSet
 
 from netns.variants import PREFIX, is_broken
 
@@ -34,14 +34,14 @@ def _load(path: Path) -> ModuleType:
     return module
 
 
-def _parameter_sets(function: object) -> Iterator[list[ParameterSet | object]]:
+def _parameter_sets(function: object) -> Iterator[list[pytest.ParameterSet | object]]:
     """The argvalues of each @pytest.mark.parametrize on a test function."""
     for mark in getattr(function, "pytestmark", []):
-        if isinstance(mark, Mark) and mark.name == "parametrize":
+        if isinstance(mark, pytest.Mark) and mark.name == "parametrize":
             yield list(mark.args[1] if len(mark.args) > 1 else mark.kwargs["argvalues"])
 
 
-def _xfail(param: ParameterSet) -> Mark | None:
+def _xfail(param: pytest.ParameterSet) -> pytest.Mark | None:
     return next(
         (
             m.mark if hasattr(m, "mark") else m
@@ -52,17 +52,21 @@ def _xfail(param: ParameterSet) -> Mark | None:
     )
 
 
-def broken_variants(module: ModuleType) -> dict[str, list[ParameterSet]]:
+def _is_broken(value: object) -> TypeGuard[pytest.ParameterSet]:
+    return isinstance(value, pytest.ParameterSet) and is_broken(value)
+
+
+def broken_variants(module: ModuleType) -> dict[str, list[pytest.ParameterSet]]:
     """Test function name → its broken parameters, for functions that have any."""
-    found: dict[str, list[ParameterSet]] = {}
+    found: dict[str, list[pytest.ParameterSet]] = {}
     for name in dir(module):
         function = getattr(module, name)
         if not name.startswith("test") or not callable(function):
             continue
         for values in _parameter_sets(function):
-            broken = [v for v in values if isinstance(v, ParameterSet) and is_broken(v)]
+            broken = [v for v in values if _is_broken(v)]
             if broken:
-                good = [v for v in values if not (isinstance(v, ParameterSet) and is_broken(v))]
+                good = [v for v in values if not _is_broken(v)]
                 assert good, f"{name}: broken variants without a good configuration"
                 found.setdefault(name, []).extend(broken)
     return found

@@ -162,7 +162,9 @@ def test_trace_diff_aligns_real_traces_and_names_the_first_divergence(tmp_path: 
 def test_matrix_page_colours_every_verdict_and_keeps_the_crash_console(tmp_path: Path) -> None:
     from kernels.matrix.results import TestResult
     from kernels.matrix.runner import KernelRun
-    from kernels.report.table import build, write_outputs
+    from kernels.report import html as matrix_html
+    from kernels.report import record
+    from kernels.report.model import build
     from kernels.vm.console import Crash
 
     tests = [f"t.py::test_{name}" for name in ("a", "b", "c", "d", "e")]
@@ -184,7 +186,9 @@ def test_matrix_page_colours_every_verdict_and_keeps_the_crash_console(tmp_path:
         problem=Crash("Kernel panic - not syncing", "RIP: 0010:tcp_fragment"),
     )
     page = tmp_path / "out/matrix.html"
-    write_outputs(build([old, dead], tests), tmp_path / "out")
+    rec = record.Record("0123456789ab", "2025-06-01T12:00:00+00:00", "x86_64", (1, 1), [], [])
+    page.parent.mkdir()
+    matrix_html.write(build([old, dead], tests), rec, page.parent)
     text = page.read_text()
     for verdict in ("pass", "fail", "xfail", "skip", "xpass", "crash"):
         assert f'class="cell v-{verdict}"' in text, verdict
@@ -199,7 +203,7 @@ def test_matrix_keeps_passing_pcaps_only_where_another_kernel_failed(tmp_path: P
     from kernels.matrix.runner import KernelRun
     from kernels.report import kept_pcaps
     from kernels.report.html import evidence_dir
-    from kernels.report.table import build
+    from kernels.report.model import build
 
     split, green = "t.py::test_split", "t.py::test_green"
     good = KernelRun(

@@ -20,6 +20,7 @@ from kcidb_io import schema
 from kernels.acquire.kernel import GitSource
 from kernels.paths import REPO_ROOT
 from kernels.report import kcidb, record
+from kernels.report.model import build
 
 DEMO = """
 import pytest
@@ -140,7 +141,8 @@ def test_a_kernel_built_from_a_git_tree_names_its_checkout(run: Path, tmp_path: 
     git = GitSource("a" * 40, "https://git.kernel.org/pub/scm/linux/kernel/git/netdev/net.git",
                     "main", "b" * 64)  # fmt: skip
     built = replace(entry.run, kernel=replace(entry.run.kernel, git=git))
-    record.write(replace(rec, entries=[replace(entry, run=built)]), tmp_path)
+    record.write(build([built], rec.collected), replace(rec, entries=[replace(entry, run=built)]),
+                 tmp_path)  # fmt: skip
     (checkout,) = kcidb.export(record.read(tmp_path))["checkouts"]
     assert checkout["git_commit_hash"] == "a" * 40
     assert checkout["git_repository_url"] == git.repository_url

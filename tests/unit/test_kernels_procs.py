@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""The matrix's children are recorded for the next run; a dead run's directories are reaped.
+"""The matrix's children are recorded for the next run; a dead run's directories are reaped;
+a VM session does both around every command that boots guests.
 
 The process core's own guarantees (PDEATHSIG, stop by PID, record reaping) are proven in
 test_process.py."""
@@ -14,6 +15,7 @@ from kernels.errors import KernelsError
 from kernels.vm import procs
 from kernels.vm.cpio import Entry, archive, directory
 from kernels.vm.procs import Children, reap_leftovers, run_dir, scratch_dir
+from kernels.vm.session import vm_session
 from netregress import naming
 from netregress.errors import NetregressError
 
@@ -125,3 +127,26 @@ def test_cpio_newc_archive_is_what_the_kernel_unpacks() -> None:
     assert members["init"] == (0o100755, b"#!/bin/sh\n")
     assert members["bin/sh"] == (0o120777, b"busybox")
     assert archive([]) == archive([])  # deterministic: cached initrds keep their hash
+
+
+def test_a_vm_session_reaps_on_opening_and_stops_its_children_however_it_ends(
+    tmp_path: Path,
+) -> None:
+    """What every command that boots guests relies on: a dead run's leftovers are gone once
+    the session is open, and an error inside it still stops every child it started."""
+    proc = subprocess.Popen(["sleep", "60"])
+    dead = f"{naming.PREFIX}{proc.pid}s{naming.process_start_time(proc.pid)}"
+    proc.kill()
+    proc.wait()
+    leftover = tmp_path / "cache/netregress/kernels/runs" / f"{dead}-bookworm-6.1"
+    leftover.mkdir(parents=True)
+    started = []
+    with pytest.raises(RuntimeError, match="a guest failed"), vm_session(smp=2) as vm:
+        assert not leftover.exists()
+        assert vm.launcher.children is vm.children and vm.launcher.smp == 2
+        started.append(vm.children.spawn(["sleep", "60"]))
+        assert started[0].poll() is None
+        raise RuntimeError("a guest failed")
+    assert started[0].returncode is not None
+    with pytest.raises(NetregressError, match="interrupted"):
+        vm.children.spawn(["sleep", "60"])

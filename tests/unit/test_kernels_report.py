@@ -9,19 +9,14 @@ from typing import Any
 from kernels.acquire.kernel import BootableKernel
 from kernels.matrix.results import TestResult
 from kernels.matrix.runner import KernelRun
-from kernels.report import junit
+from kernels.report import junit, record
 from kernels.report.junit import NODEID_PROPERTY
-from kernels.report.table import (
-    CONSOLE_ROW,
-    TIMING_PROPERTY,
-    build,
-    render_markdown,
-    render_text,
-    to_json,
-    write_outputs,
-)
+from kernels.report.matrix_json import to_json
+from kernels.report.model import CONSOLE_ROW, Matrix, build
+from kernels.report.outputs import publish
+from kernels.report.table import render_markdown, render_text
 from kernels.vm.console import Crash
-from packetdrill.tolerance import TimingRecord, Tolerance
+from packetdrill.tolerance import TIMING_PROPERTY, TimingRecord, Tolerance
 
 A, B, C = "t.py::test_a", "t.py::test_b", "t.py::test_c"
 STARTED = "2025-06-01T12:00:00+00:00"
@@ -118,12 +113,19 @@ def _junit(path: Path) -> dict[str, tuple[str, str]]:
     return cases
 
 
-def test_outputs_and_junit_file(tmp_path: Path) -> None:
+def _record(matrix: Matrix) -> record.Record:
+    """The record a run of `matrix` keeps (what JUnit takes its timestamp from)."""
+    kernels = [run.name for run in matrix.runs]
+    return record.Record("0123456789ab", STARTED, "x86_64", (1, 1), kernels, matrix.rows[:-1])
+
+
+def test_every_format_is_written_and_the_junit_file_per_kernel(tmp_path: Path) -> None:
     matrix = build(_runs(tmp_path), [A, B, C])
-    written = write_outputs(matrix, tmp_path / "out")
-    assert sorted(p.name for p in written) == ["matrix.html", "matrix.json", "matrix.md"]
-    written = junit.write_matrix(matrix, tmp_path / "out", STARTED)
-    assert sorted(p.name for p in written) == ["junit-bookworm-6.1.xml", "junit-sid.xml"]
+    written = publish(matrix, _record(matrix), tmp_path / "out")
+    assert [p.name for p in written] == [
+        "matrix.md", "matrix.json", "matrix.html", "junit-bookworm-6.1.xml", "junit-sid.xml",
+        "ktap-bookworm-6.1.tap", "ktap-sid.tap", "runs.json",
+    ]  # fmt: skip
     assert json.loads((tmp_path / "out/matrix.json").read_text())["unexpected"] == 4
     sid = _junit(tmp_path / "out/junit-sid.xml")
     assert sid[A] == ("failure", "assert 1 == 2")
@@ -144,7 +146,8 @@ def test_a_junit_suite_names_its_kernel_and_its_cases_keep_pytests_classnames(
     and what it follows a test by (classname and name, pytest's own for the same node id)."""
     runs = _runs(tmp_path)
     runs[0].results.append(TestResult("d/t.py::TestX::test_d[p-1]", "pass"))
-    junit.write_matrix(build(runs, [A, B]), tmp_path, STARTED)
+    matrix = build(runs, [A, B])
+    junit.write(matrix, _record(matrix), tmp_path)
     suite = ET.parse(tmp_path / "junit-bookworm-6.1.xml").getroot()
     assert (suite.get("name"), suite.get("time"), suite.get("timestamp")) == (
         "netregress on bookworm-6.1", "60.000", STARTED,
@@ -180,7 +183,7 @@ def test_widened_packetdrill_passes_are_distinct_cells_and_the_slack_is_shown(
     text = render_text(matrix)
     assert any(line.startswith(A) and " pass~ " in line for line in text.splitlines())
     assert "pass~: passed only with late-side timing slack" in text
-    junit.write_matrix(matrix, tmp_path, STARTED)
+    junit.write(matrix, _record(matrix), tmp_path)
     case = next(c for c in ET.parse(tmp_path / "junit-bookworm-6.1.xml").iter("testcase")
                 if c.get("name") == "test_a")  # fmt: skip
     properties = [(p.get("name"), p.get("value")) for p in case.iter("property")]

@@ -8,9 +8,9 @@ import subprocess
 import pytest
 from pyroute2.netlink.exceptions import NetlinkError
 
-from netns import CmdError, Namespace
+from netns import CmdError, Link, Namespace, namespace
 from netregress import naming
-from netregress.netns_entry import in_netns
+from netregress.netns_entry import NETNS_DIR, in_netns
 
 
 def test_names_are_unique_and_owned_by_this_process(ns_factory) -> None:
@@ -190,3 +190,25 @@ def test_a_closed_namespace_is_named_when_entered(ns_factory) -> None:
     gone.close()
     with pytest.raises(FileNotFoundError, match=f"network namespace {gone.name} does not exist"):
         gone.run(["true"])
+
+
+def _our_bound_namespaces() -> set[str]:
+    return {name for name in os.listdir(NETNS_DIR) if name.startswith(naming.run_id() + "-")}
+
+
+@pytest.mark.parametrize("step", ["route socket", "lo up"])
+def test_a_namespace_that_fails_to_set_up_leaves_nothing(
+    monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """Whichever step of the creation fails, the namespace is unbound again and the error is
+    the step's own."""
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(step)
+
+    before = _our_bound_namespaces()
+    target = (namespace, "IPRoute") if step == "route socket" else (Link, "up")
+    monkeypatch.setattr(*target, fail)
+    with pytest.raises(RuntimeError, match=step):
+        Namespace("fails")
+    assert _our_bound_namespaces() == before

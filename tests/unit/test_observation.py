@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Captures, counting helpers, nstat deltas and ss parsing against real TCP traffic."""
 
+import ast
 import sys
 import textwrap
 from pathlib import Path
@@ -171,3 +172,34 @@ def test_grown_says_true_once_the_counter_grew_by_enough(veth_pair: Network) -> 
     assert not two_echoes()
     assert traffic.ping(a, "10.0.0.2", count=1)
     assert two_echoes()
+
+
+def test_udp_burst_sends_every_datagram_seen_by_the_receiver(veth_pair: Network) -> None:
+    """The helper program (netns/programs/udp_burst.py, run by path) reports what the socket
+    accepted, and that many datagrams reach b's wire."""
+    with veth_pair["b"].capture("eth0", "udp port 9") as cap:
+        assert traffic.udp_burst(veth_pair["a"], "10.0.0.2", count=5) == 5
+        got = cap.wait_for(lambda p: UDP in p, count=5)
+    assert len(got) == 5
+
+
+def _foreign_imports(path: Path) -> list[str]:
+    """The imports in *path* that are not the standard library's."""
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names.append("." * node.level + (node.module or ""))
+    return [n for n in names if n.split(".")[0] not in sys.stdlib_module_names]
+
+
+def test_helper_programs_need_only_the_standard_library(tmp_path: Path) -> None:
+    """They start with `python -S` (no site-packages): any other import would fail only in
+    the namespace, as a helper that never became ready."""
+    programs = sorted((Path(traffic.__file__).parent / "programs").glob("*.py"))
+    assert {p.name for p in programs} >= {"echo_server.py", "udp_burst.py"}
+    assert {p.name: _foreign_imports(p) for p in programs} == {p.name: [] for p in programs}
+    sample = tmp_path / "sample.py"
+    sample.write_text("import socket\nimport scapy.all\nfrom . import x\n")
+    assert _foreign_imports(sample) == ["scapy.all", "."]

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""An early failure that rests on the engine's own lag is not checkable, never a kernel FAIL.
+
+Found in a TCG guest on the kernel's `tcp_zerocopy_maxfrags.pkt`: the kernel sends four
+packets at once; the script checks the first, injects its ACK at `+0`, then expects the second
+at `+0`. Our engine needed 42 ms between seeing the first and injecting the ACK, so the second
+(sent with the first) was "early" against an expectation our lag had pushed later. These tests
+drive the runtime's own anchoring and judging with the times of such a run (the clock is the
+only thing set by hand: the lag cannot be produced on demand on a real machine), and check the
+broken variant: a packet early even against where a lag-free engine would have acted still
+fails.
+"""
+
+import pytest
+
+from packetdrill.config import Config
+from packetdrill.loader import load_script
+from packetdrill.result import RunResult
+from packetdrill.runtime import Runtime, TimingSeen
+from packetdrill.tolerance import ENGINE_BEHIND, judge_run
+
+SCRIPT = """\
+0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
++0 > P. 37:54(17) ack 1
++0 < . 1:1(0) ack 54 win 257
++0 > P. 54:71(17) ack 1
+"""
+LAG = 42_000  # usecs between seeing line 2's packet and injecting line 3's ACK
+
+
+def _runtime() -> tuple[Runtime, list[object]]:
+    script, _ = load_script("lag.pkt", [], SCRIPT)
+    runtime = Runtime(script, Config(), None, 40000, TimingSeen())  # type: ignore[arg-type]
+    return runtime, list(script.events)
+
+
+def _judge_second_packet(sent_after_first_usecs: int) -> tuple[str, TimingSeen]:
+    """Anchor lines 2–4 as the guest run did and judge line 4's packet, sent
+    ``sent_after_first_usecs`` after line 2's."""
+    runtime, events = _runtime()
+    first_sniffed = 1_000_000
+    outbound, ack, second = events[1], events[2], events[3]
+    out_timed = runtime.anchor(outbound, events[0], runtime.anchor(events[0], None, None))
+    runtime.began = runtime.done = first_sniffed  # line 2's packet, as sniffed
+    runtime.ideal_done = runtime.lag_free_done(outbound, out_timed)
+    runtime.clock.restart()
+    runtime.clock.start -= (first_sniffed + LAG) / 1e6  # the engine is done with it this late
+    ack_timed = runtime.anchor(ack, outbound, out_timed)
+    assert ack_timed.act == first_sniffed  # where the engine should have injected
+    runtime.began = runtime.done = runtime.clock.now()  # where it did, on a stalled machine
+    runtime.ideal_done = runtime.lag_free_done(ack, ack_timed)
+    second_timed = runtime.anchor(second, ack, ack_timed)
+    actual = first_sniffed + sent_after_first_usecs
+    side = runtime.check_time(second, second_timed, actual, ack_timed.start)
+    return side or "", runtime.seen
+
+
+def test_a_packet_early_only_by_our_lag_is_not_checkable() -> None:
+    side, seen = _judge_second_packet(200)
+    assert side and "timing error" in side
+    assert seen.error == "early"
+    assert seen.engine_behind_usecs == pytest.approx(LAG, abs=1000)
+    result = RunResult(
+        "lag.pkt",
+        False,
+        message=f"lag.pkt:4: {side}",
+        line=4,
+        timing_error=seen.error,
+        engine_behind_usecs=seen.engine_behind_usecs,
+    )
+    record = judge_run(result, Config().tolerance)
+    assert (record.verdict, record.cause) == ("not-checkable", ENGINE_BEHIND)
+    assert record.summary().startswith(
+        "timing not checkable on this machine: line 4: outbound packet expected at "
+    )
+    assert "came early only against an expectation the engine itself pushed +4" in (
+        record.summary()
+    )
+
+
+def test_broken_variant_a_packet_early_before_the_engine_should_have_acted_fails() -> None:
+    """Sent 10 ms before the first packet it follows: early against any engine, fast or not."""
+    side, seen = _judge_second_packet(-10_000)
+    assert seen.error == "early" and not seen.engine_behind_usecs
+    result = RunResult(
+        "lag.pkt", False, message=f"lag.pkt:4: {side}", line=4, timing_error=seen.error
+    )
+    assert judge_run(result, Config().tolerance).verdict == "failed"
+
+
+CHAIN = """\
+0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
++0 > P. 1:2921(2920) ack 1
++.1 < . 1:1(0) ack 2921 win 500
++0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
++.003 < . 1:1(0) ack 2921 win 501
++.001 > P. 2921:5841(2920) ack 1
+"""
+
+
+def _judge_after_a_chain(lags_usecs: int, sent_after_first_usecs: int) -> TimingSeen:
+    """The kernel's line-2 packet at 1 s; each of our three actions since then starts
+    ``lags_usecs`` after it was due and takes 100 usecs; line 6's packet leaves
+    ``sent_after_first_usecs`` after line 2's (a pacing timer, not our actions, decides)."""
+    script, _ = load_script("chain.pkt", [], CHAIN)
+    runtime = Runtime(script, Config(), None, 40000, TimingSeen())  # type: ignore[arg-type]
+    events = list(script.events)
+    first = 1_000_000
+    timed = runtime.anchor(events[0], None, None)
+    runtime.clock.restart()
+    runtime.clock.start -= first / 1e6
+    timed = runtime.anchor(events[1], events[0], timed)
+    runtime.began = runtime.done = first
+    runtime.ideal_done = runtime.lag_free_done(events[1], timed)
+    for prev, event in zip(events[1:4], events[2:5], strict=True):
+        timed = runtime.anchor(event, prev, timed)
+        runtime.began = max(timed.act, runtime.clock.now()) + lags_usecs
+        runtime.done = runtime.began + 100
+        runtime.clock.start = runtime.clock.start - (runtime.done - runtime.clock.now()) / 1e6
+        runtime.ideal_done = runtime.lag_free_done(event, timed)
+    last = runtime.anchor(events[5], events[4], timed)
+    runtime.check_time(events[5], last, first + sent_after_first_usecs, timed.start)
+    return runtime.seen
+
+
+def test_lag_spread_over_several_actions_of_ours_is_counted_whole() -> None:
+    """Three actions each 3 ms late (9 ms in all) push line 6's expectation 9 ms later: a
+    packet paced out 104 ms after line 2's, where a lag-free engine expected it, is early only
+    by our lag; 90 ms after it, it is early on any engine."""
+    lagged = _judge_after_a_chain(3_000, 104_300)
+    assert lagged.error == "early"
+    assert lagged.engine_behind_usecs == pytest.approx(9_000, abs=1000)
+    assert _judge_after_a_chain(0, 104_300).error == ""
+    broken = _judge_after_a_chain(3_000, 90_000)
+    assert broken.error == "early" and not broken.engine_behind_usecs
