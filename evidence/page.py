@@ -43,7 +43,7 @@ def plots(folder: Path, message: str) -> list[str]:
     for pcap in [p for p in evidence_files(folder) if p.suffix == ".pcap"][:MAX_PLOTTED_PCAPS]:
         try:
             out += plot_pcap(pcap, failed_script_line(pcap, message))
-        except Exception as exc:  # noqa: BLE001 - a truncated pcap must not lose the report
+        except Exception as exc:  # a truncated pcap must not lose the report
             out.append(f"<p>cannot plot {html.escape(pcap.name)}: {html.escape(str(exc))}</p>")
     return out
 

@@ -13,10 +13,10 @@ registered.
 The page opens on what needs a person: pytest-html sorts errors and failures first, and the
 project's configuration (``render_collapsed`` in pyproject.toml) folds the expected failures,
 every broken variant proving its oracle, next to the passes. The environment table (pytest-
-metadata's, which pytest-html shows) names the packetdrill engine and its version, the timing
-tolerance, the late-side slack the scripts actually ran with (measured per process, so known
-only at the end), and ``KSFT_MACHINE_SLOW`` when the run has it: a timing verdict means
-nothing without them.
+metadata's, which pytest-html shows) has what the other plugins answer to
+:class:`netregress.session.EnvironmentHooks` (the packetdrill plugin: its engine and version,
+the timing tolerance, and at the end the late-side slack the scripts actually ran with), and
+``KSFT_MACHINE_SLOW`` when the run has it: a timing verdict means nothing without them.
 """
 
 import os
@@ -26,18 +26,18 @@ from pathlib import Path
 import pytest
 
 from evidence.page import evidence_html
-from netns.pytest_plugin import artifact_dir
-from packetdrill.pytest_plugin import environment, slack_used
+from netregress.session import ARTIFACTS_PROPERTY, EnvironmentHooks, artifact_dir
 
-ARTIFACTS_PROPERTY = "artifacts"
 MACHINE_SLOW = "KSFT_MACHINE_SLOW"  # kselftest's "timing cannot be judged here"
-SLACK_USED = "packetdrill slack used"
 
 
 class EvidenceExtras:
     """Adds the evidence to failed reports; `page_dir` is the report's folder (for links)."""
 
-    def __init__(self, page_dir: Path, environment: dict[str, object]) -> None:
+    def __init__(
+        self, config: pytest.Config, page_dir: Path, environment: dict[str, object]
+    ) -> None:
+        self.config = config
         self.page_dir = page_dir
         self.environment = environment  # pytest-metadata's table, which pytest-html shows
         self.reports: list[pytest.TestReport] = []
@@ -56,8 +56,9 @@ class EvidenceExtras:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report: pytest.TestReport = yield
-        if report.failed:
-            self.attach(report, artifact_dir(item))
+        folder = artifact_dir(item)
+        if report.failed and folder is not None:
+            self.attach(report, folder)
         return report
 
     @pytest.hookimpl(tryfirst=True)
@@ -71,14 +72,19 @@ class EvidenceExtras:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:
-        """Before pytest-html writes the page (its hook runs last): the slack is known now.
-        pytest-html shows the table it was handed at the session's start, this same dict."""
-        used = slack_used(self.reports)
-        if used:
-            self.environment[SLACK_USED] = used
+        """Before pytest-html writes the page (its hook runs last): what only the reports tell
+        is known now. pytest-html shows the table it was handed at the session's start, this
+        same dict."""
+        hook = self.config.hook.pytest_netregress_environment_at_end
+        for rows in hook(config=self.config, reports=self.reports):
+            self.environment.update(rows)
 
 
-@pytest.hookimpl(trylast=True)  # after pytest-metadata made its table and packetdrill its setup
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(EnvironmentHooks)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-metadata made its table, the others their setup
 def pytest_configure(config: pytest.Config) -> None:
     html_path = getattr(config.option, "htmlpath", None)
     if not html_path:
@@ -86,9 +92,11 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_metadata.plugin import metadata_key
 
     table: dict[str, object] = config.stash[metadata_key]
-    table.update(environment(config))
+    for rows in config.hook.pytest_netregress_environment(config=config):
+        table.update(rows)
     if MACHINE_SLOW in os.environ:
         table[MACHINE_SLOW] = os.environ[MACHINE_SLOW]
     config.pluginmanager.register(
-        EvidenceExtras(Path(html_path).resolve().parent, table), "netregress-evidence-extras"
+        EvidenceExtras(config, Path(html_path).resolve().parent, table),
+        "netregress-evidence-extras",
     )

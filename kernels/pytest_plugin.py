@@ -27,7 +27,6 @@ from kernels import tools
 from kernels.acquire.catalog import KernelSpec, load_catalog, lookup
 from kernels.acquire.fetch import fetch
 from kernels.acquire.kernel import BootableKernel, version_tuple
-from kernels.corpus.pytest_plugin import corpus_args
 from kernels.errors import KernelsError
 from kernels.matrix import reportlog
 from kernels.matrix.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
@@ -37,8 +36,7 @@ from kernels.report.junit import suite_properties
 from kernels.report.ktap import KtapWriter
 from kernels.vm.procs import run_dir
 from kernels.vm.session import vm_session
-from netns.session import VM_KERNEL, VmKernel
-from packetdrill.pytest_plugin import guest_args
+from netregress.session import VM_KERNEL, GuestHooks, VmKernel
 
 
 @dataclass
@@ -49,6 +47,11 @@ class _HostState:
 
 _STATE = pytest.StashKey[_HostState]()
 JUNIT_DEFAULT_SUITE = "pytest"  # pytest's junit_suite_name when nobody sets it
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The guest's arguments come from whichever plugins answer (packetdrill, the corpus)."""
+    pluginmanager.add_hookspecs(GuestHooks)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -142,6 +145,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xfail(reason=entry.why, strict=True))
 
 
+def _guest_args(config: pytest.Config) -> list[str]:
+    """What the other plugins say a guest needs to run the items as this host would."""
+    return [arg for args in config.hook.pytest_netregress_guest_args(config=config) for arg in args]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> bool | None:
     """Host side of --kernel: one guest run for all selected items, replayed as reports."""
@@ -155,8 +163,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     options = RunOptions(
         pytest_args=[
             *_rendering(session.config),
-            *guest_args(session.config),
-            *corpus_args(session.config),
+            *_guest_args(session.config),
             *(item.nodeid for item in session.items),
         ],
         cwd=session.config.rootpath,

@@ -11,7 +11,8 @@ from netns.errors import CmdError, FeatureMissing, NotPrivileged
 from netns.links import Link
 from netns.namespace import Namespace
 from netregress.errors import MissingTool, NetregressError
-from netregress.process import Process, require_tool
+from netregress.process import Process
+from netregress.programs import require_tool
 
 __all__ = [
     "CmdError",

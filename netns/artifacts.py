@@ -36,11 +36,6 @@ def current() -> Path:
     return _fallback
 
 
-def folder_name(nodeid: str) -> str:
-    """The per-test folder's name for a pytest node id (also how a report finds it later)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:150]
-
-
 KEEP_PASSING_BYTES = 4 << 20
 
 

@@ -9,7 +9,7 @@ PDEATHSIG.
 
 Inside a namespace the command is reported as ``ip netns exec NS …`` (what reproduces it by
 hand) but started without ``ip``: a thread of ours enters the namespace and starts the tool
-there (:func:`netregress.process.in_netns`), one exec instead of two and no mount namespace,
+there (:func:`netregress.netns_entry.in_netns`), one exec instead of two and no mount namespace,
 the cheapest way into a namespace, which matters most in a TCG guest, where every exec is
 slow. The one thing that differs is /sys, which still shows the initial namespace's
 devices; a command line naming /sys therefore starts through the process core, whose child
@@ -19,7 +19,9 @@ mounts a /sys of the namespace as ``ip netns exec`` does.
 import subprocess
 from dataclasses import dataclass
 
-from netregress.process import Argv, Process, command_line, in_netns, program
+from netregress.netns_entry import in_netns
+from netregress.process import Process
+from netregress.programs import Argv, command_line, program
 
 from .errors import CmdError
 

@@ -16,7 +16,9 @@ from typing import TypeVar
 from pyroute2 import IPRoute
 
 from netregress import ifreq
-from netregress.process import Argv, Children, Process, Stream, netns_path
+from netregress.netns_entry import netns_path
+from netregress.process import Children, Process, Stream
+from netregress.programs import Argv
 
 from .commands import CmdResult, cmd
 

@@ -2,7 +2,7 @@
 """A network namespace owned by this run: the unit every case builds on.
 
 Creation binds the namespace at ``/run/netns/<name>`` like ``ip netns add`` (pyroute2's
-``attach``) from the thread that made it (:func:`netregress.process.in_new_netns`); deletion
+``attach``) from the thread that made it (:func:`netregress.netns_entry.in_new_netns`); deletion
 goes through pyroute2; commands run inside as if by ``ip netns exec`` (entered without
 starting ``ip``: :mod:`netns.commands`, :class:`netregress.process.Process`).
 Everything a namespace starts or changes (background processes, sysctls) is undone by
@@ -22,7 +22,7 @@ from pyroute2 import IPRoute
 from pyroute2 import netns as pyroute2_netns
 
 from netregress import naming
-from netregress.process import in_new_netns
+from netregress.netns_entry import in_new_netns
 
 from . import addressing, counters, privilege, sockets, sysctls
 from . import links as link_verbs  # `links` is also a method's name in the class body

@@ -23,15 +23,14 @@ from typing import Any
 import pytest
 
 from netregress.errors import NetregressError
+from netregress.session import ARTIFACTS_ROOT, folder_name, vm_kernel
 
-from . import artifacts, features, privilege, reaper
+from . import artifacts, features, privilege
 from .errors import FeatureMissing, NotPrivileged
 from .namespace import Namespace
-from .session import vm_kernel
+from .readiness import ready
 from .topology import Network, Topology, build, shapes
 
-_ARTIFACTS_KEY = pytest.StashKey[Path]()
-_READY_KEY = pytest.StashKey[bool]()
 _FAILED_KEY = pytest.StashKey[bool]()  # a phase of the test failed: keep its artifacts
 _REPORT_FEATURES = ("veth", "bridge", "vxlan", "tun", "dummy", "ipip", "gre", "netem")
 # The subsystem markers: the part of the stack a regression in a test would sit in, so a kernel
@@ -102,25 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "artifacts",
         os.environ.get("PYTEST_XDIST_TESTRUNUID", "")[:8] or f"run-{os.getpid()}",
     )
-    config.stash[_ARTIFACTS_KEY] = Path(run_dir)
-
-
-def ready(config: pytest.Config) -> None:
-    """Before a test builds namespaces: fail it with the fix if this process cannot, and reap
-    dead runs' leftovers once per process (xdist worker), only when a test needs it."""
-    problem = privilege.namespace_problem()
-    if problem is not None:
-        pytest.fail(problem, pytrace=False)
-    if config.stash.get(_READY_KEY, False):
-        return
-    try:
-        reaped = reaper.reap()
-    except NetregressError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    config.stash[_READY_KEY] = True
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reaped and reporter is not None:
-        reporter.write_line(f"netregress: reaped {len(reaped)} namespace(s) left by dead runs")
+    config.stash[ARTIFACTS_ROOT] = Path(run_dir)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -152,16 +133,16 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
-def artifact_dir(item: pytest.Item) -> Path:
-    """The folder *item*'s pcaps and counter snapshots go to."""
-    return item.config.stash[_ARTIFACTS_KEY] / artifacts.folder_name(item.nodeid)
+def _artifact_dir(item: pytest.Item) -> Path:
+    """The folder *item*'s pcaps and counter snapshots go to (the root is set at configure)."""
+    return item.config.stash[ARTIFACTS_ROOT] / folder_name(item.nodeid)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Point artifacts at this test's folder; skip when it needs root of the initial namespace
     and this is not, or when a `needs` feature is missing."""
-    folder = artifact_dir(item)
+    folder = _artifact_dir(item)
     shutil.rmtree(folder, ignore_errors=True)
     artifacts.set_current(folder)
     for mark in item.iter_markers("needs_root"):
@@ -188,7 +169,7 @@ def pytest_runtest_makereport(
         report.longrepr = str(call.excinfo.value)
     failed = item.stash.get(_FAILED_KEY, False) or report.failed
     item.stash[_FAILED_KEY] = failed
-    folder = artifact_dir(item)
+    folder = _artifact_dir(item)
     if report.when == "teardown":
         artifacts.set_current(None)
         if not failed:

@@ -12,7 +12,7 @@ import os
 from pyroute2 import netns as pyroute2_netns
 
 from netregress import process
-from netregress.process import NETNS_DIR
+from netregress.netns_entry import NETNS_DIR
 
 
 def leftover_namespaces() -> list[str]:

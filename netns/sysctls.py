@@ -11,7 +11,7 @@ Failures raise :class:`CmdError` worded like the ``sysctl`` command's, so a fail
 the command that reproduces it.
 """
 
-from netregress.process import in_netns
+from netregress.netns_entry import in_netns
 
 from .errors import CmdError
 

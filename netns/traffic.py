@@ -5,7 +5,7 @@ Every generator is bounded in count and time, so a broken path shows up as a fai
 exchange within seconds instead of a hung test. They use real programs and real sockets
 inside the namespaces: the kernel under test does all the networking. The TCP echo client
 and the frame injector work from a thread of ours that entered the namespace
-(:func:`netregress.process.in_netns`), where the socket they make belongs: the same system
+(:func:`netregress.netns_entry.in_netns`), where the socket they make belongs: the same system
 calls a helper script would make, without starting a Python, which in a TCG guest costs more
 than the exchange itself.
 """
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netregress.errors import NetregressError
-from netregress.process import Process, in_netns
+from netregress.netns_entry import in_netns
+from netregress.process import Process
 
 from .handle import Handle
 

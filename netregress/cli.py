@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """``scripts/netregress``: the regression cases on the running kernel, through pytest.
 
-Why a module and not the shell script's own loop over its arguments: whether the user named
-test paths is for pytest's parser to say, not for the disk. The loop took any argument that
-existed as a file for a path, so ``--junitxml out.xml`` ran the cases the first time and the
-whole test tree once out.xml existed. Here ``-o testpaths=tests/cases`` hands the default to
-pytest, which uses it only when its own parser finds no file-or-dir argument (and only from
-the checkout's root, which is where it starts pytest).
+Why a module and not a shell loop over the arguments: whether the user named test paths is for
+pytest's parser to say, not for the disk. A loop that takes any existing file for a path would
+run the whole test tree for ``--junitxml out.xml`` as soon as out.xml exists. Here
+``-o testpaths=tests/cases`` hands the default to pytest, which uses it only when its own
+parser finds no file-or-dir argument (and only from the checkout's root, which is where it
+starts pytest).
 """
 
 import argparse
@@ -58,8 +58,9 @@ def command(words: list[str]) -> list[str]:
 def _help() -> int:
     """Ours, then pytest's own (from the checkout's root, so our plugins' options show).
 
-    One write, once both are known, so that `--help | head` ends quietly: the ~30 kB fit in
-    the pipe's buffer, where a second write after pytest's start-up met a pipe head had closed."""
+    One write, once both are known, so that `--help | head` ends quietly: the whole text fits
+    in the pipe's buffer, whereas a second write after pytest's start-up can meet a pipe that
+    head has already closed."""
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--help"], cwd=REPO, capture_output=True, text=True
     )

@@ -3,7 +3,7 @@
 
 Why ioctls next to pyroute2: these two are single system calls, answered in the namespace
 of the socket they are issued on, with no message to build or decode. Through pyroute2 each
-is a netlink round trip of ~10 ms in a TCG guest, and every topology needs dozens of them
+is a netlink round trip, dear in an emulated guest, and every topology needs dozens of them
 (each knob of a link needs its index; every link, ``lo`` of every namespace included, is
 brought up). The kernel does the same either way: ``SIOCSIFFLAGS`` and ``RTM_NEWLINK``
 with IFF_UP both end in ``dev_change_flags()``. Everything else stays with pyroute2.

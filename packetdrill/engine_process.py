@@ -42,7 +42,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from netregress.process import Process, idle_priority, lift_priority
+from netregress.priority import idle_priority, lift_priority
+from netregress.process import Process
 
 from .loader import CliOptions
 

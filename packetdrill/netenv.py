@@ -14,7 +14,8 @@ import subprocess
 from dataclasses import dataclass
 
 from netregress import ifreq
-from netregress.process import Process, unshare_netns
+from netregress.netns_entry import unshare_netns
+from netregress.process import Process
 
 from .config import Config, local_prefix_len, remote_network
 from .errors import RuntimeFailure

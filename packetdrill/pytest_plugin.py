@@ -26,14 +26,14 @@ import contextlib
 import hashlib
 import importlib.metadata
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from netns.session import vm_kernel
+from netregress.session import vm_kernel
 
 from .backend import Backend, choose_backend, run_isolated
 from .calibrate import Calibration, measure
@@ -227,7 +227,8 @@ def _engine_takes_usecs(value: str) -> bool:
     return True
 
 
-def guest_args(config: pytest.Config) -> list[str]:
+@pytest.hookimpl(optionalhook=True)
+def pytest_netregress_guest_args(config: pytest.Config) -> list[str]:
     """The command line's script options for a pytest that runs this session's items in a VM
     guest (``--kernel``), which otherwise gets only the node ids; the engine too, when one was
     named (the guest reads the same binary through the shared file system)."""
@@ -261,12 +262,13 @@ def _slack_words(config: pytest.Config) -> str:
     return f"late-side timing slack +{usecs / 1000:.1f} ms ({slack.why}); {bound}"
 
 
-def environment(config: pytest.Config) -> dict[str, str]:
+@pytest.hookimpl(optionalhook=True)
+def pytest_netregress_environment(config: pytest.Config) -> dict[str, str]:
     """What a report's environment table says about this session's scripts: which engine
     runs them (its version: netregress's for ours, the binary's digest for upstream's, which
     has no version of its own), the timing tolerance they are judged by, and the options every
     script got. The slack a calibration measured is known only once scripts ran:
-    :func:`slack_used`."""
+    :func:`pytest_netregress_environment_at_end`."""
     backend = config.stash[_BACKEND_KEY]
     if backend.name == "builtin":
         version = f"builtin, netregress {_netregress_version()}"
@@ -293,6 +295,15 @@ def _netregress_version() -> str:
         return importlib.metadata.version("netregress")
     except importlib.metadata.PackageNotFoundError:
         return "(not installed)"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_netregress_environment_at_end(
+    config: pytest.Config, reports: Sequence[pytest.TestReport]
+) -> dict[str, str]:
+    """The late-side slack the scripts ran with, once any ran."""
+    used = slack_used(reports)
+    return {"packetdrill slack used": used} if used else {}
 
 
 def slack_used(reports: Iterable[pytest.TestReport]) -> str:
@@ -407,7 +418,7 @@ def run_with_tolerance(
     session's slack. `arguments` replace the variant's own (:func:`variant_arguments`) for
     a corpus whose runner passes others (the kernel's ``ksft_runner.sh``)."""
     from netns import artifacts, privilege
-    from netns.pytest_plugin import ready
+    from netns.readiness import ready
 
     ready(config)  # the run unshares a namespace: privilege, reaping
     if (why := privilege.tun_problem()) is not None:

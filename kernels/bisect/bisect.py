@@ -13,6 +13,7 @@ revision that panics during boot for an unrelated reason says nothing about it.
 `--crash-is-bad` turns crashes into "bad" when the crash is the regression being hunted.
 """
 
+import io
 import os
 import re
 import subprocess
@@ -26,8 +27,11 @@ from kernels.errors import KernelsError
 from kernels.matrix.results import UNEXPECTED, Outcome
 from kernels.matrix.runner import KernelRun
 from kernels.paths import REPO_ROOT
+from netregress import naming
+from netregress.process import Process, exit_with_owner
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
+OWNER = "NETREGRESS_BISECT_OWNER"  # the bisecting run: a step ends (ABORT) when it does
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
 
 
@@ -62,6 +66,8 @@ def step(
     tree: SourceTree, pytest_args: list[str], jobs: int, accel: str, crash_is_bad: bool
 ) -> int:
     """One bisect step on the revision git checked out: build, boot, test, verdict."""
+    if OWNER in os.environ:
+        exit_with_owner(os.environ[OWNER], ABORT)
     revision = git(tree.path, "log", "-1", "--format=%h %s")
     _say(f"step at {revision}")
     try:
@@ -120,17 +126,20 @@ def bisect(tree: SourceTree, good: str, bad: str, step_args: list[str]) -> str:
             str(tree.path),
             *step_args,
         ]
-        proc = subprocess.Popen(
+        proc = Process(
             ["git", "-C", str(tree.path), "bisect", "run", *command],
-            stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT,
-            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            stdin=None, stdout=subprocess.PIPE, stderr=None, cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT), OWNER: naming.unique("bisect")},
         )  # fmt: skip
-        assert proc.stdout is not None
-        output = ""
-        for line in proc.stdout:
-            output += line
-            sys.stdout.write(line)
-        code = proc.wait()
+        try:
+            assert proc.stdout is not None
+            output = ""
+            for line in io.TextIOWrapper(proc.stdout):
+                output += line
+                sys.stdout.write(line)
+            code = proc.wait()
+        finally:
+            proc.stop()
         found = _FIRST_BAD.search(output)
         if code != 0 or not found:
             raise KernelsError(

@@ -24,6 +24,7 @@ import yaml
 
 from kernels.errors import KernelsError
 from kernels.paths import REPO_ROOT
+from netregress import process
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -100,8 +101,8 @@ def make_root(root: Path, virtiofsd: Path | None = None) -> None:
         f"deb {MIRROR} {SUITE} {SUITE}-updates main",
         f"deb {SECURITY} {SUITE}-security main",
     ]
-    subprocess.run(["mmdebstrap", "--variant=minbase", "--mode=root", "--quiet", SUITE,
-                    str(root), *mirrors], check=True)  # fmt: skip
+    process.run(["mmdebstrap", "--variant=minbase", "--mode=root", "--quiet", SUITE,
+                 str(root), *mirrors]).check_returncode()  # fmt: skip
     apt = root / "etc/apt"
     (apt / "sources.list").unlink(missing_ok=True)
     (apt / "sources.list.d/debian.sources").write_text(_SOURCES)
@@ -136,8 +137,8 @@ def run_in_root(root: Path, script: str, log: Path) -> int:
     with log.open("a") as sink:
         sink.write(f"\n=== {script}\n")
         sink.flush()
-        return subprocess.run(argv, stdout=sink, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL).returncode  # fmt: skip
+        return process.run(argv, stdout=sink, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL).returncode  # fmt: skip
 
 
 def mounts_under(root: Path) -> list[str]:

@@ -25,6 +25,7 @@ from kernels.ci.compare import differences, verdict_count
 from kernels.errors import KernelsError
 from kernels.matrix.ci_workflow import MERGED_DIR, gitlab
 from kernels.paths import REPO_ROOT, cache_root
+from netregress import process
 
 # Pinned: 4.72.0 is the newest release that runs on Node.js 20 (later ones need Node 22's
 # Set methods and fail at start with "union is not a function").
@@ -86,16 +87,16 @@ def run(kernels: list[str], shards: int, selection: list[str], out: Path, keep: 
     log = out / "gitlab-ci-local.log"
     started = time.monotonic()
     with log.open("w") as sink:
-        proc = subprocess.run([str(binary), "--force-shell-executor", "--shell-isolation"],
-                              cwd=work, stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
+        proc = process.run([str(binary), "--force-shell-executor", "--shell-isolation"],
+                           cwd=work, stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
     seconds = time.monotonic() - started
     job_times = finished_jobs(log.read_text())
     single = out / "single"
     started = time.monotonic()
     # This checkout's virtualenv, the clone's code (the clone has no virtualenv of its own).
-    subprocess.run([str(REPO_ROOT / "scripts/matrix"), "--kernels", ",".join(kernels),
-                    "--output", str(single), *selection], cwd=work,
-                   env={**os.environ, "PYTHONPATH": str(work)})  # fmt: skip
+    process.run([str(REPO_ROOT / "scripts/matrix"), "--kernels", ",".join(kernels),
+                 "--output", str(single), *selection], cwd=work,
+                env={**os.environ, "PYTHONPATH": str(work)})  # fmt: skip
     single_seconds = time.monotonic() - started
     if not keep:
         for bulk in ("builds", "cache"):

@@ -35,6 +35,7 @@ from kernels.vm.launcher import Accel, Boot, GuestCommand
 from kernels.vm.procs import Children
 from kernels.vm.qemu import accel_args
 from kernels.vm.session import VmSession, vm_session
+from netregress import process
 from netregress.errors import run_cli
 
 BARE_INIT = "#!/bin/busybox sh\n/bin/busybox reboot -f\n"
@@ -162,8 +163,8 @@ def _matrix(names: list[str], selection: list[str], jobs: int, keep: Path | None
                 "--jobs", str(jobs), "--output", str(out), *selection]  # fmt: skip
         load = _load()
         start = time.monotonic()
-        proc = subprocess.run(argv, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)  # fmt: skip
+        proc = process.run(argv, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)  # fmt: skip
         wall = time.monotonic() - start
         columns: dict[str, list[tuple[str, float | None]]] = {}
         totals: dict[str, float] = {}

@@ -34,6 +34,7 @@ from kernels.matrix import reportlog
 from kernels.matrix.results import UNEXPECTED, Outcome
 from kernels.paths import cache_root
 from netns import rootless
+from netregress import process
 from netregress.errors import run_cli
 
 OUTCOMES = tuple(Outcome)  # the table's columns, in the enum's order
@@ -124,7 +125,7 @@ def _host_run(out: Path, workers: int, selection: list[str]) -> tuple[int, list[
     if _rootless():
         argv = rootless.wrap(argv)  # a fresh user namespace of its own per run
     with (out / "pytest.log").open("wb") as log:
-        status = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
+        status = process.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
     results = reportlog.read(out)
     if not results.complete:
         raise KernelsError(f"pytest did not finish (exit {status}): see {out / 'pytest.log'}")
@@ -144,7 +145,7 @@ def _matrix_run(
         *selection,
     ]
     with (out / "matrix.log").open("wb") as log:
-        status = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
+        status = process.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
     try:
         tests = json.loads((out / "matrix.json").read_text())["tests"]
     except (OSError, ValueError, KeyError):

@@ -13,6 +13,10 @@ checkout (a kernel tree, the cache), but node ids must not depend on where: a VM
 or an expectations entry names ``tests/cases/kernel-packetdrill.corpus::<script>::<ipv4>``,
 and pytest finds that file wherever the corpus is. With the option off (the default) the
 anchor collects nothing, so the default runs stay as fast as before.
+
+The one plugin this one imports is the packetdrill plugin, whose items and session state
+(engine, tolerance, options) its items are; it names that plugin as a dependency, so
+``-p kernels.corpus.pytest_plugin`` alone loads it too.
 """
 
 import os
@@ -41,6 +45,7 @@ from kernels.errors import KernelsError
 from kernels.report.ktap import machine_slow
 from packetdrill.pytest_plugin import PktFile, VariantRun
 
+pytest_plugins = ["packetdrill.pytest_plugin"]  # the items here are that plugin's items
 ANCHOR_SUFFIX = ".corpus"
 PROPERTY = "kernel_packetdrill_corpus"
 COMMAND_PROPERTY = "ksft_runner_command"  # what the kernel's runner would have typed
@@ -115,7 +120,8 @@ def chosen_corpus(config: pytest.Config) -> tuple[Corpus, str] | None:
     return config.stash.get(_CORPUS, None)
 
 
-def corpus_args(config: pytest.Config) -> list[str]:
+@pytest.hookimpl(optionalhook=True, trylast=True)
+def pytest_netregress_guest_args(config: pytest.Config) -> list[str]:
     """The option for a pytest that runs this session's items in a VM guest (``--kernel``):
     the folder itself, already resolved here."""
     chosen = chosen_corpus(config)
@@ -243,7 +249,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     script = item.parent
     if not isinstance(script, CorpusScript) or not script.settings:
         return
-    from netns.pytest_plugin import ready
+    from netns.readiness import ready
 
     ready(item.config)  # the probe unshares a namespace: fail with the fix if we cannot
     try:

@@ -13,10 +13,9 @@ from typing import Literal
 
 import pytest
 
-from evidence.report_html import ARTIFACTS_PROPERTY
 from kernels.matrix import reportlog
 from kernels.matrix.runner import KernelRun
-from netns.artifacts import folder_name
+from netregress.session import ARTIFACTS_PROPERTY, KERNEL_PROPERTY, folder_name
 
 
 def _closing(
@@ -59,7 +58,7 @@ def replay(session: pytest.Session, run: KernelRun) -> None:
         evidence = str(folder) if folder.is_dir() else ""
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         for report in reports:
-            report.user_properties = [*report.user_properties, ("kernel", run.name),
+            report.user_properties = [*report.user_properties, (KERNEL_PROPERTY, run.name),
                                       (ARTIFACTS_PROPERTY, evidence)]  # fmt: skip
             item.ihook.pytest_runtest_logreport(report=report)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)

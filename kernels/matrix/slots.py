@@ -6,7 +6,7 @@ But a guest spends its first ~20 s booting, starting Python and collecting, and 
 running now leave the cores idle ~30 % of the time (measured: their tests wait on the network
 and on timers). So every guest starts at once: those with a slot at full speed, the others at
 idle priority (``SCHED_IDLE`` and the lowest autogroup weight,
-``netregress.process.idle_priority``: only CPU time nobody else wants), waiting at a gate
+``netregress.priority.idle_priority``: only CPU time nobody else wants), waiting at a gate
 before their first test (kernels/vm/gate.py). A guest whose turn comes (a slot freed, it is
 first in line) is lifted to the ordinary priority and its gate opened. No test runs before its
 guest has a slot: beside a running test there are never more full-priority guests than before

@@ -28,7 +28,7 @@ from kernels.matrix.runner import KernelRun
 from kernels.report import grid
 from kernels.report.model import Matrix
 from kernels.report.record import Record
-from netns.artifacts import folder_name
+from netregress.session import folder_name
 
 FILE = "matrix.html"
 XPASS = "XPASS"

@@ -23,6 +23,7 @@ from typing import IO
 
 from kernels.paths import cache_dir
 from netregress import naming, process
+from netregress.priority import idle_priority
 from netregress.process import Process
 
 
@@ -41,12 +42,12 @@ class Children:
         idle: bool = False,
     ) -> Process:
         """Start `argv` (stdout+stderr to `log`), tied to our life and recorded in a pidfile;
-        `idle`: at idle priority (`process.idle_priority`) until `process.lift_priority`, for a
+        `idle`: at idle priority (`priority.idle_priority`) until `priority.lift_priority`, for a
         guest booted ahead of its turn."""
         stdout = log if log is not None else subprocess.DEVNULL
         return self._group.spawn(
             argv, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, env=env, new_session=True,
-            setup=process.idle_priority if idle else None,
+            setup=idle_priority if idle else None,
         )  # fmt: skip
 
     def stop(self, proc: Process, grace: float = 3.0) -> None:

@@ -23,7 +23,8 @@ from kernels.vm.launcher import Accel, Boot, Gate, GuestCommand, GuestResult
 from kernels.vm.phases import FILE as PHASES_FILE
 from kernels.vm.phases import shell_stamp
 from kernels.vm.procs import Children, scratch_dir
-from netregress.process import Process, lift_priority
+from netregress.priority import lift_priority
+from netregress.process import Process
 
 BOOT_TIMEOUT = 120.0  # seconds from QEMU start to the guest's `booted` marker
 MEMORY_MB = 1024

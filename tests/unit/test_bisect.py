@@ -5,7 +5,10 @@ so only runs with NETREGRESS_BISECT_DEMO=1 (`tox -e bisect-demo`).
 """
 
 import os
+import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,10 @@ from kernels.errors import KernelsError
 from kernels.matrix.results import Outcome, TestResult
 from kernels.matrix.runner import KernelRun
 from kernels.vm.console import Crash
-from tests.unit.test_kernel_build import fake_tree
+from netns.variants import broken
+from netregress import process
+from tests.unit.test_kernel_build import fake_tree, written_pid
+from tests.unit.test_process import alive, wait_dead
 
 
 def run_with(*outcomes: Outcome, problem: str | None = None) -> KernelRun:
@@ -57,6 +63,73 @@ def repo(tmp_path: Path) -> Path:
 def test_prepare_resolves_revisions(repo: Path) -> None:
     good, bad = bisect._prepare(git_tree(repo), "HEAD~1", "HEAD")
     assert len(good) == len(bad) == 40 and good != bad
+
+
+_BISECT = """
+import subprocess, sys
+from pathlib import Path
+from kernels.acquire.from_source.source import git_tree
+from kernels.bisect import bisect
+if sys.argv[2] == "raw":
+    bisect.Process = subprocess.Popen
+if sys.argv[2] == "unwatched":
+    bisect.OWNER = "NETREGRESS_NOBODY"
+bisect.bisect(git_tree(Path(sys.argv[1])), "HEAD~1", "HEAD", [])
+"""
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        "core",
+        broken("raw", id="raw-popen", why="a raw Popen's git bisect outlives the run"),
+        broken("unwatched", id="unwatched", why="a step that does not watch its run outlives it"),
+    ],
+)
+def test_a_killed_bisect_leaves_neither_git_nor_its_step(
+    repo: Path, tmp_path: Path, start: str
+) -> None:
+    """`git bisect run` runs through the process core (it dies with us), and the step git
+    started for us, which no signal of ours reaches, ends with our run: a stand-in git runs a
+    step that watches its owner as `bisect step` does, everything else goes to the real git."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    pids = {name: tmp_path / f"{name}.pid" for name in ("git", "step")}
+    (tmp_path / "step.py").write_text(
+        "import os, pathlib, time\n"
+        "from netregress.process import exit_with_owner\n"
+        f"if {bisect.OWNER!r} in os.environ:\n"
+        f"    exit_with_owner(os.environ[{bisect.OWNER!r}], {bisect.ABORT})\n"
+        f"pathlib.Path({str(tmp_path / 'working')!r}).write_text('yes')\n"
+        "time.sleep(60)\n"
+    )
+    (stubs / "git").write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" bisect run "*)\n'
+        f"  echo $$ > {pids['git']}\n"
+        f"  {sys.executable} {tmp_path}/step.py & echo $! > {pids['step']}; wait\n"
+        "  exec sleep 60;;\n"  # still busy after its step, as git is checking out the next
+        "esac\n"
+        f'exec {shutil.which("git")} "$@"\n'
+    )
+    (stubs / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}"}
+    run = subprocess.Popen([sys.executable, "-c", _BISECT, str(repo), start], env=env,
+                           stdout=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "working").exists():
+            assert time.monotonic() < deadline, "the stand-in git never started its step"
+            time.sleep(0.05)
+        git_pid, step_pid = int(pids["git"].read_text()), int(pids["step"].read_text())
+        assert alive(git_pid) and alive(step_pid)
+        run.kill()
+        run.wait()
+        assert wait_dead(git_pid) and wait_dead(step_pid)
+    finally:
+        run.kill()
+        run.wait()
+        process.kill(pid for path in pids.values() if (pid := written_pid(path)) is not None)
 
 
 def test_prepare_refuses_bad_input(repo: Path) -> None:

@@ -7,7 +7,9 @@ re-introduced-bug check, not here; these tests cover every decision around it.
 
 import json
 import subprocess
+import sys
 import tarfile
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -28,6 +30,9 @@ from kernels.acquire.from_source.source import (
 from kernels.acquire.kernel import BUILD_RECORD, GitSource, recorded_git
 from kernels.bisect.c01 import PACKAGE, PATCH
 from kernels.errors import KernelsError
+from netns.variants import broken
+from netregress import process
+from tests.unit.test_process import alive, wait_dead
 
 
 def fake_tree(root: Path) -> Path:
@@ -268,3 +273,52 @@ def test_a_result_built_from_the_same_inputs_is_reused(
     assert builder._inputs_digest(request, []) != digest
     theirs = SourceTree(id="linux-source-6.1", path=tmp_path, owned=False, origin="test")
     assert builder._current_result(BuildRequest(theirs, name="m"), digest) is None
+
+
+_BUILD = """
+import subprocess, sys
+from pathlib import Path
+from kernels.acquire.from_source import make
+if sys.argv[3] == "raw":
+    make.Process = subprocess.Popen
+tree, obj = Path(sys.argv[1]), Path(sys.argv[2])
+make.run_make(tree, obj, ["all"], obj / "build.log", "make", 1)
+"""
+
+
+@pytest.mark.parametrize(
+    "start", ["core", broken("raw", id="raw-popen", why="a raw Popen's make outlives the build")]
+)
+def test_make_dies_with_a_killed_build(tmp_path: Path, start: str) -> None:
+    """make runs through the process core: a SIGKILLed build leaves no make running. (Its
+    recipe's commands are make's children, not ours: each ends on its own.)"""
+    tree, obj = tmp_path / "tree", tmp_path / "obj"
+    tree.mkdir()
+    obj.mkdir()
+    pids = {name: tmp_path / f"{name}.pid" for name in ("make", "job")}
+    (tree / "Makefile").write_text(
+        f"all:\n\t@echo $$PPID > {pids['make']}; echo $$$$ > {pids['job']}; exec sleep 60\n"
+    )
+    build = subprocess.Popen([sys.executable, "-c", _BUILD, str(tree), str(obj), start])
+    try:
+        deadline = time.monotonic() + 30
+        while written_pid(pids["job"]) is None:
+            assert time.monotonic() < deadline, "make never ran its recipe"
+            time.sleep(0.05)
+        make_pid = int(pids["make"].read_text())
+        assert alive(make_pid)
+        build.kill()
+        build.wait()
+        assert wait_dead(make_pid)
+    finally:
+        build.kill()
+        build.wait()
+        process.kill(pid for path in pids.values() if (pid := written_pid(path)) is not None)
+
+
+def written_pid(path: Path) -> int | None:
+    """The PID a stand-in wrote to *path*, once it has."""
+    try:
+        return int(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None

@@ -10,7 +10,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from netns import CmdError, Link, Namespace, namespace
 from netregress import naming
-from netregress.process import NETNS_DIR, in_netns
+from netregress.netns_entry import NETNS_DIR, in_netns
 
 
 def test_names_are_unique_and_owned_by_this_process(ns_factory) -> None:
@@ -80,7 +80,7 @@ def _netns_of_this_thread() -> str:
 
 
 def test_creating_a_namespace_leaves_the_callers_namespace_alone(ns_factory) -> None:
-    """Namespaces are made by a short-lived thread (process.in_new_netns): the calling thread
+    """Namespaces are made by a short-lived thread (netns_entry.in_new_netns): the calling thread
     stays where it was, and the new namespace is a different one."""
     before = _netns_of_this_thread()
     made = ns_factory("where")

@@ -86,7 +86,7 @@ def test_plugins_read_the_vm_kernel_from_the_stash(pytester: pytest.Pytester) ->
     """Where the tests run is one typed decision in config.stash (the kernels plugin makes it
     from --kernel), not another plugin's command-line option."""
     pytester.makeconftest("""
-        from netns.session import VM_KERNEL, VmKernel
+        from netregress.session import VM_KERNEL, VmKernel
         def pytest_configure(config):
             config.stash[VM_KERNEL] = VmKernel("bookworm-6.1")
     """)

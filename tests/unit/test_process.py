@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from netns.variants import broken
 from netregress import naming, process
-from netregress.errors import MissingTool, NetregressError
+from netregress.errors import NetregressError
 
 # A runner that starts one child through the core, prints the child's PID and waits to be
 # killed. With "cancel", the child drops its PDEATHSIG first (as if the kernel's signal were
@@ -31,7 +32,7 @@ time.sleep(60)
 """
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
@@ -39,11 +40,11 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _wait_dead(pid: int, timeout: float = 5) -> bool:
+def wait_dead(pid: int, timeout: float = 5) -> bool:
     deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _alive(pid)
+    return not alive(pid)
 
 
 def _sigkilled_runner(mode: str, ns: str = "", records: Path | None = None) -> tuple[int, int]:
@@ -81,7 +82,7 @@ def test_a_child_dies_with_its_parent(in_namespace: bool, ns_factory) -> None:
     """PR_SET_PDEATHSIG: a SIGKILLed runner takes its child along, no cleanup code running."""
     ns = ns_factory("pdeath").name if in_namespace else ""
     _, child = _sigkilled_runner("plain", ns)
-    assert _wait_dead(child)
+    assert wait_dead(child)
 
 
 def test_stop_signals_only_its_own_child_and_only_once() -> None:
@@ -124,24 +125,16 @@ def test_stop_all_stops_the_group_only_and_refuses_new_ones() -> None:
         group.spawn(["sleep", "60"])
 
 
-def test_command_line_splits_and_enters_the_namespace() -> None:
-    args = process.program("echo 'a b'")
-    assert process.command_line(args, "n1") == ["ip", "netns", "exec", "n1", "echo", "a b"]
-    assert process.command_line(args) == ["echo", "a b"]
-    with pytest.raises(MissingTool, match="scripts/setup"):
-        process.program(["netregress-no-such-tool"])
-
-
 def test_records_of_a_dead_run_are_reaped_and_a_live_runs_are_not(tmp_path: Path) -> None:
     """End to end: a SIGKILLed run whose child outlived it (its PDEATHSIG gone) is cleaned up
     by the next run from its record; our own live group's child and record stay."""
     runner, orphan = _sigkilled_runner("cancel", records=tmp_path)
     try:
-        assert _alive(orphan), "the child dropped its PDEATHSIG: it outlives the runner"
+        assert alive(orphan), "the child dropped its PDEATHSIG: it outlives the runner"
         live = process.Children(tmp_path)
         mine = live.spawn(["sleep", "60"])
         assert process.reap_records(tmp_path) == [orphan]
-        assert _wait_dead(orphan)
+        assert wait_dead(orphan)
         assert mine.running()
         assert [p.name for p in tmp_path.iterdir()] == [f"{naming.run_id()}-{mine.pid}.json"]
         live.stop_all()
@@ -179,46 +172,52 @@ def test_leftovers_are_our_names_with_a_dead_owner() -> None:
     ]  # our PID, another start time: a dead run's
 
 
-def _autogroup_nice(pid: int) -> int | None:
-    """The nice value of *pid*'s autogroup; None where the kernel has no autogroups, or where
-    *pid* is in the machine-wide default group (no session of its own ever started one, as
-    under a CI runner), which the kernel shows as an empty file."""
+_OWNER = """
+import time
+from netregress import naming
+print(naming.unique("owner"), flush=True)
+time.sleep(60)
+"""
+_WATCHER = """
+import sys, time
+from netregress.process import exit_with_owner
+if sys.argv[2] == "watch":
+    exit_with_owner(sys.argv[1], 128)
+print("working", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize(
+    "mode",
+    ["watch", broken("ignore", id="unwatched", why="nothing ends a process we did not start")],
+)
+def test_work_started_for_a_run_by_another_program_ends_with_the_run(mode: str) -> None:
+    """exit_with_owner: a process we did not start (no PDEATHSIG of ours reaches it) exits
+    with the given status once the owning run is SIGKILLed, and at once if it is gone."""
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True)
+    assert owner.stdout is not None
+    name = owner.stdout.readline().strip()
+    work = [sys.executable, "-c", _WATCHER, name, mode]
+    watcher = subprocess.Popen(work, stdout=subprocess.PIPE, text=True)
     try:
-        fields = Path(f"/proc/{pid}/autogroup").read_text().split()
-    except FileNotFoundError:
-        return None
-    return int(fields[-1]) if fields else None
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="lifting a priority needs CAP_SYS_NICE")
-def test_idle_priority_holds_a_session_child_back_until_lifted() -> None:
-    """Policy and autogroup both: alone in its session's autogroup, a SCHED_IDLE child would
-    still get an equal share of the CPU. Lifted, the autogroup takes the child's nice value."""
-
-    def nice_and_idle() -> None:
-        os.nice(10)
-        process.idle_priority()
-
-    proc = process.Process(["sleep", "30"], new_session=True, setup=nice_and_idle)
-    try:
-        assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
-        assert _autogroup_nice(proc.pid) in (19, None)
-        process.lift_priority(proc.pid)
-        assert os.sched_getscheduler(proc.pid) == os.SCHED_OTHER
-        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == 10
-        assert _autogroup_nice(proc.pid) in (10, None)
+        assert watcher.stdout is not None and watcher.stdout.readline() == "working\n"
+        assert watcher.poll() is None  # the owner lives: the work goes on
+        owner.kill()
+        owner.wait()
+        assert wait_dead(watcher.pid)
+        assert watcher.wait() == 128
+        assert subprocess.run(work, stdout=subprocess.DEVNULL, timeout=30).returncode == 128
     finally:
-        proc.stop()
-    with pytest.raises(ProcessLookupError):
-        process.lift_priority(proc.pid)
+        watcher.kill()
+        watcher.wait()
+        owner.kill()
+        owner.wait()
 
 
-def test_idle_priority_never_touches_the_parents_autogroup() -> None:
-    """A child in our session shares our autogroup: only its own policy changes."""
-    ours = _autogroup_nice(os.getpid())
-    proc = process.Process(["sleep", "30"], setup=process.idle_priority)
-    try:
-        assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
-        assert _autogroup_nice(os.getpid()) == ours
-    finally:
-        proc.stop()
+def test_run_waits_for_the_end_and_hands_back_what_was_asked() -> None:
+    """process.run is subprocess.run's job on the core: the status, and a pipe's bytes."""
+    done = process.run(
+        [sys.executable, "-c", "import sys; print('out'); sys.exit(3)"], stdout=subprocess.PIPE
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (3, b"out\n", None)

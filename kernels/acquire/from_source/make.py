@@ -4,8 +4,10 @@
 Why niced: other engineers run timing-sensitive tests on the same small machine. Why a log
 file plus a compact line: a cold build prints tens of thousands of lines; the user wants the
 phase, the elapsed time and that it is moving, and on failure the tail and where the rest is.
+make runs through the process core (:mod:`netregress.process`): a build outlives no killed run.
 """
 
+import io
 import os
 import subprocess
 import sys
@@ -13,6 +15,7 @@ import time
 from pathlib import Path
 
 from kernels.errors import KernelsError
+from netregress.process import Process
 
 NICE = 10
 FAIL_TAIL = 30
@@ -80,20 +83,22 @@ def run_make(
     with log.open("a", buffering=1) as out:  # line-buffered: `tail -f` the log works
         out.write(f"\n$ {' '.join(argv)}\n")
         out.flush()
-        proc = subprocess.Popen(
+        proc = Process(
             argv,
+            stdin=None,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
             env={**os.environ, "LC_ALL": "C", "TMPDIR": str(tmp), **(env or {})},
         )
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            out.write(line)
-            if line.startswith(_QUIET_STEP):
-                progress.step(line)
-        code = proc.wait()
+        try:
+            assert proc.stdout is not None
+            for line in io.TextIOWrapper(proc.stdout, errors="replace"):
+                out.write(line)
+                if line.startswith(_QUIET_STEP):
+                    progress.step(line)
+            code = proc.wait()
+        finally:
+            proc.stop()
     seconds = progress.done()
     if code != 0:
         lines = log.read_text(errors="replace").splitlines()[-FAIL_TAIL:]

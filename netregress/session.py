@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""What netregress's pytest plugins share: where a session's tests run, where a test's
+evidence goes, the names its reports carry, and the hooks one plugin asks others through.
+
+Why one module: the plugins (namespaces, packetdrill scripts, evidence pages, the kernel
+matrix) are separate and each can be named alone (``-p netns.pytest_plugin``); they agree
+through these facts instead of importing each other, so no plugin drags in another's options
+and hooks, and one that is absent simply contributes nothing.
+
+Why pytest in the base package: a stash key and a hook specification are pytest's types. Only
+plugins import this module, inside a pytest that is already loaded; the engine process and the
+command lines, which the base keeps free of third-party imports, never do
+(``tests/unit/test_layout.py`` holds both).
+"""
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+# The user properties a report carries across processes (an xdist worker, a VM guest, JUnit).
+ARTIFACTS_PROPERTY = "artifacts"  # the guest's evidence folder of a replayed report
+KERNEL_PROPERTY = "kernel"  # the kernel a replayed report ran on
+
+
+@dataclass(frozen=True)
+class VmKernel:
+    """The tests of this session run inside a VM booting this kernel, not on this host."""
+
+    name: str
+
+
+VM_KERNEL = pytest.StashKey[VmKernel]()  # decided by the kernels plugin from --kernel
+ARTIFACTS_ROOT = pytest.StashKey[Path]()  # the run's evidence folder, from --artifacts-dir
+
+
+def vm_kernel(config: pytest.Config) -> VmKernel | None:
+    """The VM kernel this session sends its tests to, or None: they run on this kernel."""
+    return config.stash.get(VM_KERNEL, None)
+
+
+def folder_name(nodeid: str) -> str:
+    """The per-test folder's name for a pytest node id: how the host finds the folder a guest
+    wrote for the same test."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:150]
+
+
+def artifact_dir(item: pytest.Item) -> Path | None:
+    """The folder *item*'s pcaps and counter snapshots go to; None when no plugin of this
+    session keeps evidence per test (the namespaces plugin is not loaded)."""
+    root = item.config.stash.get(ARTIFACTS_ROOT, None)
+    return None if root is None else root / folder_name(item.nodeid)
+
+
+class GuestHooks:
+    """Asked by the kernels plugin, which adds these specifications; any plugin may answer."""
+
+    @pytest.hookspec
+    def pytest_netregress_guest_args(self, config: pytest.Config) -> list[str]:
+        """The pytest arguments a VM guest needs to run this session's items as this host
+        would (the guest otherwise gets only their node ids)."""
+        raise NotImplementedError
+
+
+class EnvironmentHooks:
+    """Asked by the evidence plugin for the report's environment table, which adds these
+    specifications; any plugin may answer."""
+
+    @pytest.hookspec
+    def pytest_netregress_environment(self, config: pytest.Config) -> dict[str, str]:
+        """Rows known when the session starts."""
+        raise NotImplementedError
+
+    @pytest.hookspec
+    def pytest_netregress_environment_at_end(
+        self, config: pytest.Config, reports: Sequence[pytest.TestReport]
+    ) -> dict[str, str]:
+        """Rows known only once the tests ran, from every report the session saw."""
+        raise NotImplementedError
