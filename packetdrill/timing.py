@@ -207,23 +207,17 @@ def judge_run(result: RunResult, tolerance: Tolerance) -> TimingRecord:
     if result.passed:
         return judge_lateness(result, tolerance)
     if result.timing_error == EARLY and result.engine_behind_usecs:
-        return TimingRecord(
-            "not-checkable",
-            result.engine_behind_usecs,
-            tolerance,
-            line=result.line,
-            event=failing_event(result.message),
-            cause=ENGINE_BEHIND,
-            timing_error=EARLY,
-        )
-    cause = _late_failure_proving_nothing(result, tolerance.late_slack_usecs)
+        cause, usecs = ENGINE_BEHIND, result.engine_behind_usecs
+    else:
+        cause = _late_failure_proving_nothing(result, tolerance.late_slack_usecs)
+        usecs = result.late_error_usecs
     if not cause:
         return TimingRecord(
             "failed", result.late_usecs, tolerance, timing_error=result.timing_error
         )
     return TimingRecord(
         "not-checkable",
-        result.late_error_usecs,
+        usecs,
         tolerance,
         line=result.line,
         event=failing_event(result.message),
