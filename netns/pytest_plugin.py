@@ -96,10 +96,15 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     for name, about in SUBSYSTEMS.items():
         config.addinivalue_line("markers", f"{name}: subsystem marker: {about}")
+    # xdist's workers of one run share its folder (each test has its own inside); any other
+    # session has one of its own. Not the environment's PYTEST_XDIST_TESTRUNUID: a session a
+    # test starts inside a worker (pytester) inherits it, and two such sessions running the
+    # same script on two workers then removed each other's evidence mid-run.
+    worker = getattr(config, "workerinput", None)
     run_dir = config.getoption("--artifacts-dir") or os.path.join(
         str(config.rootpath),
         "artifacts",
-        os.environ.get("PYTEST_XDIST_TESTRUNUID", "")[:8] or f"run-{os.getpid()}",
+        worker["testrunuid"][:8] if worker else f"run-{os.getpid()}",
     )
     config.stash[ARTIFACTS_ROOT] = Path(run_dir)
 

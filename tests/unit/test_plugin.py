@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The pytest plugin as a user meets it: privileges, skips, artifacts, summary, xdist."""
 
+import os
 import subprocess
 import sys
 
@@ -137,3 +138,22 @@ def test_a_failed_assertion_about_captured_packets_shows_one_line_per_packet(
         ]
     )
     assert "<Ether" not in result.stdout.str()
+
+
+def test_a_session_started_inside_a_worker_keeps_its_own_evidence_folder(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pytester session inside an xdist worker inherits the run's PYTEST_XDIST_TESTRUNUID;
+    two of them running the same script on two workers once shared one folder and removed
+    each other's pcap mid-run. Only xdist's own workers share the run's folder."""
+    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", "sharedrunuid")
+    pytester.makepyfile("""
+        from netregress.session import ARTIFACTS_ROOT
+
+        def test_root(request):
+            print("ROOT", request.config.stash[ARTIFACTS_ROOT])
+    """)
+    result = pytester.runpytest("-s", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    root = next(line for line in result.outlines if "ROOT " in line)
+    assert "sharedru" not in root and root.endswith(f"run-{os.getpid()}")
