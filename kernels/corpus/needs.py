@@ -19,6 +19,8 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
+from functools import cache
 from pathlib import Path
 
 from kernels.errors import KernelsError
@@ -31,6 +33,7 @@ CONGESTION_KNOB = "net/ipv4/tcp_congestion_control"
 _TIMEOUT = 30.0
 
 _CHILD = Path(__file__).with_name("sysctl_child.py")  # run in its own network namespace
+ARRIVALS = Path(__file__).with_name("arrivals.toml")
 
 
 def knob_settings(text: str) -> list[str]:
@@ -83,12 +86,30 @@ def _probe(settings: list[str]) -> dict[str, str]:
     return answers
 
 
+@cache
+def arrivals() -> dict[tuple[str, str], str]:
+    """When upstream began to take each setting (arrivals.toml), keyed by (dotted knob, value),
+    value ``""`` for the knob itself: ``release (short commit "subject")``."""
+    known: dict[tuple[str, str], str] = {}
+    for entry in tomllib.loads(ARRIVALS.read_text())["arrival"]:
+        said = f'{entry["release"]} ({entry["commit"][:12]} "{entry["subject"]}")'
+        for value in entry.get("values", [""]):
+            known[(entry["knob"], value)] = said
+    return known
+
+
 def why_skipped(refused: dict[str, str]) -> str:
-    """The skip reason for a script whose init settings this kernel refuses."""
-    said = "; ".join(
-        f"{knob.replace('/', '.')}={value}: "
-        + ("no such sysctl" if errno == "ENOENT" else f"rejected ({errno})")
-        for setting, errno in refused.items()
-        for knob, _, value in [setting.partition("=")]
-    )
-    return f"this kernel lacks what the script's init commands set: {said}"
+    """The skip reason for a script whose init settings this kernel refuses: each setting, the
+    kernel's answer and, where arrivals.toml knows it, the release and commit that brought it."""
+    said: list[str] = []
+    for setting, errno in refused.items():
+        knob, _, value = setting.partition("=")
+        dotted = knob.replace("/", ".")
+        if errno == "ENOENT":
+            answer, since = "no such sysctl", arrivals().get((dotted, ""))
+            answer += f", added upstream in {since}" if since else ""
+        else:
+            answer, since = f"rejected ({errno})", arrivals().get((dotted, value))
+            answer += f", taken upstream since {since}" if since else ""
+        said.append(f"{dotted}={value}: {answer}")
+    return "this kernel lacks what the script's init commands set: " + "; ".join(said)

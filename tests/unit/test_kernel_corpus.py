@@ -7,14 +7,23 @@ The corpus here is a fake of our own making, small and shaped like the kernel's 
 that sources ``../../kselftest/ktap_helpers.sh`` and calls ``unshare -n packetdrill``): these
 tests are about our acquisition and collection, not about the kernel."""
 
+import re
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from kernels.acquire.catalog import SourceKernel
 from kernels.corpus.features import FEATURES, features_of
-from kernels.corpus.needs import KnobProbe, default_congestion, knob_settings, why_skipped
+from kernels.corpus.needs import (
+    ARRIVALS,
+    KnobProbe,
+    arrivals,
+    default_congestion,
+    knob_settings,
+    why_skipped,
+)
 from kernels.corpus.runner import RunnerProbe
 from kernels.corpus.source import PACKETDRILL_DIR, extract_deb, from_directory, guest_args
 from kernels.errors import KernelsError
@@ -113,8 +122,36 @@ sysctl -q net.ipv4.tcp_rmem="4096 131072 $((32*1024*1024))"
     ]
     assert why_skipped({"net/ipv4/tcp_ecn=3": "EINVAL", "net/ipv4/x=1": "ENOENT"}) == (
         "this kernel lacks what the script's init commands set: "
-        "net.ipv4.tcp_ecn=3: rejected (EINVAL); net.ipv4.x=1: no such sysctl"
+        "net.ipv4.tcp_ecn=3: rejected (EINVAL), taken upstream since 7.0 "
+        '(8ae3e8e6ceed "tcp: accecn: enable AccECN"); net.ipv4.x=1: no such sysctl'
     )
+
+
+def test_a_skip_names_the_commit_only_for_the_answer_it_explains() -> None:
+    lacks = "this kernel lacks what the script's init commands set: "
+    assert why_skipped({"net/ipv4/tcp_rto_max_ms=1000": "ENOENT"}) == lacks + (
+        "net.ipv4.tcp_rto_max_ms=1000: no such sysctl, added upstream in 6.15 "
+        '(1280c26228bd "tcp: add tcp_rto_max_ms sysctl")'
+    )
+    # tcp_ecn itself is old and 9 was never taken: the kernel's answer stands alone.
+    assert why_skipped({"net/ipv4/tcp_ecn=9": "EINVAL"}) == (
+        lacks + "net.ipv4.tcp_ecn=9: rejected (EINVAL)"
+    )
+    assert why_skipped({"net/ipv4/tcp_ecn=3": "ENOENT"}) == (
+        lacks + "net.ipv4.tcp_ecn=3: no such sysctl"
+    )
+
+
+def test_every_arrival_names_a_release_and_a_full_commit() -> None:
+    entries = tomllib.loads(ARRIVALS.read_text())["arrival"]
+    assert entries
+    for entry in entries:
+        assert set(entry) <= {"knob", "values", "release", "commit", "subject"}, entry
+        assert re.fullmatch(r"net\.[a-z0-9_.]+", entry["knob"]), entry
+        assert re.fullmatch(r"[0-9]+\.[0-9]+", entry["release"]), entry
+        assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"]), entry
+        assert entry["subject"], entry
+    assert len(arrivals()) == sum(len(entry.get("values", [""])) for entry in entries)
 
 
 def test_the_defaults_congestion_control(tmp_path: Path) -> None:
