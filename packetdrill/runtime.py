@@ -59,7 +59,7 @@ class TimingSeen:
     late_event: str = ""
     error: str = ""
     error_late_usecs: int = 0
-    engine_behind_usecs: int = 0  # an early error that rests on our own lag: that lag
+    engine_behind_usecs: int = 0  # a timing error that rests on our own lag: that lag
 
 
 @dataclass
@@ -74,7 +74,9 @@ class Timed:
     kernel's last packet, with each action of ours since then taken at its script time and
     lasting as long as it really did (:meth:`Runtime.lag_free_done`). An event early against
     ``earliest`` but not against ``ideal`` looks early only by our lag
-    (:meth:`Runtime.judge_time`)."""
+    (:meth:`Runtime.judge_time`). ``lag_before`` is how much of the engine's own lag
+    (:meth:`Runtime.engine_lag`) the expectation already holds: all of it for a time counted
+    from "now", none for an absolute one; lag beyond it can only make the event late."""
 
     start: int
     end: int | None
@@ -83,6 +85,7 @@ class Timed:
     earliest: int
     act: int
     ideal: int
+    lag_before: int = 0
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,8 @@ class BlockingCall:
         actual = rt.clock.now()
         gap = timed.blocking_end - timed.start
         due = (timed.blocking_end, timed.blocking_end)
-        if rt.judge_time(self.event, "system call return", due, (due[0], due[0]), actual, gap):
+        lag = rt.engine_lag() - timed.lag_before
+        if rt.judge_time(self.event, "system call return", due, (due[0], due[0]), actual, gap, lag):
             raise RuntimeFailure(
                 f"{rt.script.path}:{self.event.line}: timing error: expected "
                 f"system call return at {secs(timed.blocking_end):.6f} sec but "
@@ -165,6 +169,8 @@ class Runtime:
         self.began: int | None = None  # script usec at which the latest event took effect
         self.done: int | None = None  # script usec at which the kernel was done with it
         self.ideal_done: int | None = None  # the same, had the engine never lagged
+        self.lag_absorbed = 0  # our lag the kernel's packets carried on (see engine_lag)
+        self.lag_pending = 0  # our lag since the kernel's last packet
         self.blocking: BlockingCall | None = None
         self.snapshots: list[CodeSnapshot] = []
         self.warnings: list[str] = []
@@ -212,6 +218,7 @@ class Runtime:
         early_edges: tuple[int, int],
         actual: int,
         gap: int,
+        lag: int = 0,
     ) -> str:
         """``early``/``late`` if ``actual`` misses ``earliest``..``due[1]`` under the run's
         tolerance (late slack on the late side only), else ``""``; remembers the worst lateness
@@ -222,15 +229,25 @@ class Runtime:
         of ours that came late (this machine stalled between two lines): a packet the kernel
         had already sent, not caused by that action, then looks early by our lag alone. The
         error stands, and the lag is remembered so the policy reports the run as not
-        checkable instead of failed; a faster engine would have judged it, we cannot."""
+        checkable instead of failed; a faster engine would have judged it, we cannot.
+
+        The late side's twin: ``lag`` is the engine's own lag since the expectation was
+        anchored (an injection or a call of ours that came late, after which the kernel's
+        answer could only come late too: a blocking call's return, an absolute time). An event
+        late against ``due`` but not against ``due`` pushed by that lag is remembered the same
+        way; one late even then is the kernel's."""
         earliest, ideal = early_edges
-        side, late_by = self.cfg.tolerance.judge(earliest, due[1], actual, gap)
+        tolerance = self.cfg.tolerance
+        side, late_by = tolerance.judge(earliest, due[1], actual, gap)
         seen = self.seen
         if side:
             if not seen.error:
                 seen.error, seen.error_late_usecs = side, late_by
-                if side == EARLY and not self.cfg.tolerance.judge(ideal, due[1], actual, gap)[0]:
+                if side == EARLY and not tolerance.judge(ideal, due[1], actual, gap)[0]:
                     seen.engine_behind_usecs = earliest - ideal
+                elif side == LATE and lag > 0:
+                    if not tolerance.judge(earliest, due[1] + lag, actual, gap)[0]:
+                        seen.engine_behind_usecs = lag
         elif late_by > seen.late_usecs:
             seen.late_usecs, seen.late_line = late_by, event.line
             seen.late_event = event_words(what, *due)
@@ -244,7 +261,8 @@ class Runtime:
         end = timed.start if timed.end is None else timed.end
         what = event.describe()
         edges = (timed.earliest, timed.ideal)
-        if not self.judge_time(event, what, (timed.start, end), edges, actual, gap):
+        lag = self.engine_lag() - timed.lag_before
+        if not self.judge_time(event, what, (timed.start, end), edges, actual, gap, lag):
             return None
         if timed.end is not None:
             if event.time.relative:
@@ -301,7 +319,28 @@ class Runtime:
                 )
             self.dispatch(event, timed, prev_time)
             self.ideal_done = self.lag_free_done(event, timed)
+            self.count_lag(event, timed)
             prev, prev_timed = event, timed
+
+    def count_lag(self, event: Event, timed: Timed) -> None:
+        """Keep :meth:`engine_lag` after ``event``: an action of ours began ``began - ideal``
+        after a lag-free engine would have begun it (the lag since the kernel's last packet,
+        all of it: ``ideal`` holds our earlier actions at their script times); a packet of the
+        kernel's restarts the lag-free time line, so the lag so far stays in the kernel's times
+        from then on."""
+        if event.is_outbound:
+            self.lag_absorbed += self.lag_pending
+            self.lag_pending = 0
+        elif self.began is not None:
+            self.lag_pending = max(0, self.began - timed.ideal)
+
+    def engine_lag(self) -> int:
+        """How much later than the script, in all, the engine's own lag has made the kernel
+        see its stimuli so far: an event counted from the script's start (an absolute time, a
+        blocking call's return) can be that much late through no fault of the kernel's.
+        Counted generously (a kernel timer's packet does not wait for our lag, yet carries it
+        on here): it can only turn a failure into "not checkable", never into a pass."""
+        return self.lag_absorbed + self.lag_pending
 
     def lag_free_done(self, event: Event, timed: Timed) -> int | None:
         """When the kernel would have been done with ``event`` had the engine never lagged.
@@ -357,6 +396,7 @@ class Runtime:
             earliest + t.usecs,
             acted + t.usecs,
             ideal + t.usecs,
+            self.engine_lag(),
         )
 
     def dispatch(self, event: Event, timed: Timed, prev: int | None) -> None:

@@ -24,6 +24,7 @@ WIDE_SLACK = "wide-slack"  # failed late where the machine needs more slack than
 SLACK_NOT_GIVEN = "slack-not-given"  # the binary, run without slack, failed within it
 ENGINE_LATE = "engine-late"  # the engine itself injected, called or ran something late
 ENGINE_BEHIND = "engine-behind"  # early only against an expectation our own lag pushed later
+ENGINE_DELAYED = "engine-delayed"  # late only by our own lag since its expectation was counted
 SWALLOWED = "swallowed"  # a negative script's late event, accepted by the slack
 
 
@@ -86,6 +87,14 @@ class TimingRecord:
                 "it acted late on the line before (this machine stalled), so a packet the "
                 "kernel had already sent looked early, and the rest of the script was never "
                 "checked"
+            )
+        if self.cause == ENGINE_DELAYED:
+            return (
+                f"timing not checkable on this machine: {where} came late only by the "
+                f"engine's own lag: it acted +{self.late_usecs / 1000:.1f} ms late on the lines "
+                "before (this machine stalled), so the kernel got the script's stimulus that "
+                "late; counted from then, the event was on time, and the rest of the script "
+                "was never checked"
             )
         return (
             f"timing not checkable on this machine: {where} happened {late}"
@@ -199,6 +208,11 @@ def judge_run(result: RunResult, tolerance: Tolerance) -> TimingRecord:
       came late (``engine_behind_usecs``): ``not-checkable``; found in TCG guests, where the
       engine needs tens of ms between two lines and a packet the kernel sent before our late
       injection looked early by exactly that.
+    - failed late only by the engine's own lag since the event's expectation was counted
+      (``engine_behind_usecs`` of a late error: a blocking call's return or an absolute time
+      after an injection of ours that came late): ``not-checkable``; found in a TCG guest,
+      where ``connect()`` returned 38 ms after its script time because our SYN-ACK left 19 ms
+      after the SYN it answered.
     - any other failure (early, non-timing, later than the measured slack): ``failed``.
 
     A not-checkable failure is about the failing event: the record names it (line and words
@@ -206,11 +220,11 @@ def judge_run(result: RunResult, tolerance: Tolerance) -> TimingRecord:
     """
     if result.passed:
         return judge_lateness(result, tolerance)
-    if result.timing_error == EARLY and result.engine_behind_usecs:
-        cause, usecs = ENGINE_BEHIND, result.engine_behind_usecs
-    else:
-        cause = _late_failure_proving_nothing(result, tolerance.late_slack_usecs)
-        usecs = result.late_error_usecs
+    cause = _late_failure_proving_nothing(result, tolerance.late_slack_usecs)
+    usecs = result.late_error_usecs
+    if result.engine_behind_usecs and cause != ENGINE_LATE:
+        cause = ENGINE_BEHIND if result.timing_error == EARLY else ENGINE_DELAYED
+        usecs = result.engine_behind_usecs
     if not cause:
         return TimingRecord(
             "failed", result.late_usecs, tolerance, timing_error=result.timing_error

@@ -17,7 +17,7 @@ from packetdrill.config import Config
 from packetdrill.loader import load_script
 from packetdrill.result import RunResult
 from packetdrill.runtime import Runtime, TimingSeen
-from packetdrill.timing import ENGINE_BEHIND, judge_run
+from packetdrill.timing import ENGINE_BEHIND, ENGINE_DELAYED, judge_run
 
 SCRIPT = """\
 0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
@@ -133,3 +133,86 @@ def test_lag_spread_over_several_actions_of_ours_is_counted_whole() -> None:
     assert _judge_after_a_chain(0, 104_300).error == ""
     broken = _judge_after_a_chain(3_000, 90_000)
     assert broken.error == "early" and not broken.engine_behind_usecs
+
+
+CONNECT = """\
+0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
++0...0 connect(3, ..., ...) = 0
++0 > S 0:0(0) <mss 1460,sackOK,TS val 0 ecr 0,nop,wscale 8>
++0 < S. 0:0(0) ack 1 win 65535 <mss 1460,nop,wscale 7>
++0 > . 1:1(0) ack 1
+"""
+SYNACK_LAG = 19_000  # the kernel's tcp_basic_client.pkt in a sid TCG guest: our SYN-ACK left
+# 19 ms after the SYN it answers, and connect() returned 38 ms after its script time
+
+
+def _judge_connect_return(returned_after_ack_usecs: int) -> TimingSeen:
+    """Anchor CONNECT as that guest run went (the call and the SYN on time, our SYN-ACK
+    ``SYNACK_LAG`` late, the kernel's ACK 100 usecs after it) and judge the return of
+    ``connect()``, ``returned_after_ack_usecs`` after the ACK, as the call's thread does."""
+    script, _ = load_script("connect.pkt", [], CONNECT)
+    runtime = Runtime(script, Config(), None, 40000, TimingSeen())  # type: ignore[arg-type]
+    events = list(script.events)
+    runtime.clock.restart()
+    timeds = [runtime.anchor(events[0], None, None)]
+    for index, late in ((1, 0), (2, 500), (3, SYNACK_LAG), (4, 100)):
+        timed = runtime.anchor(events[index], events[index - 1], timeds[-1])
+        runtime.began = runtime.clock.now() + late
+        runtime.done = runtime.began + 100
+        runtime.clock.start -= (runtime.done - runtime.clock.now()) / 1e6  # now: done
+        runtime.ideal_done = runtime.lag_free_done(events[index], timed)
+        runtime.count_lag(events[index], timed)
+        timeds.append(timed)
+    assert runtime.engine_lag() == pytest.approx(SYNACK_LAG, abs=1000)
+    call = timeds[1]
+    assert call.blocking_end is not None and call.lag_before == 0
+    due = (call.blocking_end, call.blocking_end)
+    assert runtime.began is not None
+    actual = runtime.began + returned_after_ack_usecs
+    lag = runtime.engine_lag() - call.lag_before
+    runtime.judge_time(events[1], "system call return", due, due, actual, 0, lag)
+    return runtime.seen
+
+
+def test_a_call_late_only_by_our_lag_is_not_checkable() -> None:
+    seen = _judge_connect_return(200)
+    assert seen.error == "late"
+    assert seen.engine_behind_usecs == pytest.approx(SYNACK_LAG, abs=1000)
+    result = RunResult(
+        "connect.pkt",
+        False,
+        message="connect.pkt:2: timing error: expected system call return at 0.000000 sec "
+        "but happened at 0.020000 sec; tolerance 0.004000 sec",
+        line=2,
+        timing_error=seen.error,
+        late_error_usecs=seen.error_late_usecs,
+        engine_behind_usecs=seen.engine_behind_usecs,
+    )
+    record = judge_run(result, Config().tolerance)
+    assert (record.verdict, record.cause) == ("not-checkable", ENGINE_DELAYED)
+    assert "came late only by the engine's own lag: it acted +19" in record.summary()
+
+
+def test_broken_variant_a_call_late_beyond_our_lag_fails() -> None:
+    """The kernel kept connect() 30 ms past the ACK: late even counted from our late SYN-ACK."""
+    seen = _judge_connect_return(30_000)
+    assert seen.error == "late" and not seen.engine_behind_usecs
+    result = RunResult(
+        "connect.pkt",
+        False,
+        message="connect.pkt:2: timing error: expected system call return at 0.000000 sec "
+        "but happened at 0.050000 sec; tolerance 0.004000 sec",
+        line=2,
+        timing_error=seen.error,
+        late_error_usecs=seen.error_late_usecs,
+    )
+    assert judge_run(result, Config().tolerance).verdict == "failed"
+
+
+def test_no_lag_no_excuse() -> None:
+    """Without lag of ours, a late return is the kernel's: the lag is counted, not assumed."""
+    script, _ = load_script("connect.pkt", [], CONNECT)
+    runtime = Runtime(script, Config(), None, 40000, TimingSeen())  # type: ignore[arg-type]
+    assert runtime.engine_lag() == 0
+    assert runtime.judge_time(script.events[1], "x", (0, 0), (0, 0), 20_000, 0) == "late"
+    assert not runtime.seen.engine_behind_usecs
