@@ -19,6 +19,7 @@ The one plugin this one imports is the packetdrill plugin, whose items and sessi
 ``-p kernels.corpus.pytest_plugin`` alone loads it too.
 """
 
+import argparse
 import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -40,7 +41,7 @@ from kernels.corpus.needs import (
     why_skipped,
 )
 from kernels.corpus.runner import Plan, RunnerProbe, command_line
-from kernels.corpus.source import OPTION, Corpus, for_kernel, from_directory
+from kernels.corpus.source import OPTION, WHY_OPTION, Corpus, for_kernel, from_directory
 from kernels.errors import KernelsError
 from kernels.report.ktap import machine_slow
 from packetdrill.pytest_plugin import PktFile, VariantRun
@@ -69,6 +70,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "test (its source tree, or Debian's linux-source package of its suite; the newest "
         "one for a kernel without), DIR a kernel tree or the corpus folder; default off",
     )
+    group.addoption(WHY_OPTION, default="", help=argparse.SUPPRESS)  # from the host, for a guest
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -96,7 +98,8 @@ def _resolve(config: pytest.Config) -> tuple[Corpus, str] | None:
     if wanted == "off":
         return None
     if wanted != "auto":
-        return from_directory(Path(wanted)), "named on the command line"
+        why = config.getoption(WHY_OPTION) or "named on the command line"
+        return from_directory(Path(wanted)), why
     name = os.environ.get("NETREGRESS_KERNEL") or config.getoption("--kernel", default=None)
     spec = lookup(load_catalog(), name) if name else None
     return for_kernel(spec, lambda message: print(f"netregress corpus: {message}", flush=True))

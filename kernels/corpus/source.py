@@ -33,6 +33,7 @@ from kernels.progress import Status
 PACKETDRILL_DIR = PurePosixPath("tools/testing/selftests/net/packetdrill")
 _HELPERS_FILE = PurePosixPath("tools/testing/selftests/kselftest/ktap_helpers.sh")
 OPTION = "--kernel-pkt-corpus"  # the pytest option (kernels/corpus/pytest_plugin.py)
+WHY_OPTION = "--kernel-pkt-corpus-why"  # why the host chose a guest's folder (not for users)
 _RECORD = "corpus.json"  # beside an extracted tree: the package it came from, or its absence
 NEWEST_SUITE = "sid"  # Debian's newest kernels: the corpus a kernel without one runs
 _SOURCE_PACKAGE = "linux-source"  # the metapackage that depends on linux-source-<version>
@@ -214,14 +215,16 @@ def for_kernel(spec: KernelSpec | None, status: Status) -> tuple[Corpus, str]:
 def guest_args(pytest_args: list[str], spec: KernelSpec, status: Status) -> list[str]:
     """A guest's pytest arguments: ``--kernel-pkt-corpus auto`` (either spelling) becomes the folder
     ``auto`` means for `spec`, resolved here on the host, since a guest has no network and
-    reads the cache through the shared file system."""
+    reads the cache through the shared file system; the reason goes with it, so the guest's
+    report says why that corpus ran on its kernel, not that a folder was named."""
     option = OPTION
     out: list[str] = []
     words = iter(pytest_args)
     for word in words:
         value = next(words, "") if word == option else word.removeprefix(f"{option}=")
         if (word == option or value != word) and value == "auto":
-            out.append(f"{option}={for_kernel(spec, status)[0].path}")
+            corpus, why = for_kernel(spec, status)
+            out += [f"{option}={corpus.path}", f"{WHY_OPTION}={why}"]
         elif word == option:
             out += [word, value]
         else:

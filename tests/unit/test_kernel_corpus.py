@@ -7,6 +7,7 @@ The corpus here is a fake of our own making, small and shaped like the kernel's 
 that sources ``../../kselftest/ktap_helpers.sh`` and calls ``unshare -n packetdrill``): these
 tests are about our acquisition and collection, not about the kernel."""
 
+import os
 import re
 import subprocess
 import tomllib
@@ -189,7 +190,8 @@ def test_a_guest_gets_the_folder_auto_means_for_its_kernel(tmp_path: Path) -> No
     spec = SourceKernel("net-next", tree=tmp_path / "linux")
     for given in (["--kernel-pkt-corpus", "auto"], ["--kernel-pkt-corpus=auto"]):
         assert guest_args(["-m", "sack", *given, "tests/cases"], spec, print) == [
-            "-m", "sack", f"--kernel-pkt-corpus={corpus}", "tests/cases",
+            "-m", "sack", f"--kernel-pkt-corpus={corpus}",
+            "--kernel-pkt-corpus-why=the source tree of net-next", "tests/cases",
         ]  # fmt: skip
     named = ["--kernel-pkt-corpus", "/src/x", "-k", "auto"]
     assert guest_args(named, spec, print) == named
@@ -281,6 +283,11 @@ def test_items_markers_and_the_runners_arguments(pytester: pytest.Pytester, tmp_
     assert sum("::" in line for line in new.outlines) == 2
     header = pytester.runpytest(*args[:1], *args[2:]).stdout.str()  # no -q: the header shows
     assert "kernel packetdrill corpus: Linux 9.9.1 packetdrill selftests from directory" in header
+    assert header.rstrip().count("named on the command line") == 1
+    # A guest is handed the folder the host chose for its kernel, and the host's reason.
+    why = "the newest corpus: bookworm-6.1 has none of its own"
+    guest = pytester.runpytest(*args[:1], *args[2:], f"--kernel-pkt-corpus-why={why}")
+    assert f"on kernel running {os.uname().release}: {why}" in guest.stdout.str()
     off = pytester.runpytest("--co", "-q", "-p", "no:cacheprovider")
     assert not any("::" in line for line in off.outlines)  # default: nothing collected
 
