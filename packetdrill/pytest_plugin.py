@@ -117,6 +117,7 @@ SLACK_KEY = pytest.StashKey[SessionSlack]()
 _OPTIONS_KEY = pytest.StashKey[ScriptOptions]()
 PACKETDRILL_MARKER = "packetdrill"
 _DEFINE = re.compile(r"(?P<name>[A-Za-z0-9_]+)=.*", re.S)  # a name the lexer sees as a word
+_STDERR_LINES = 30  # of what a failed run wrote besides its diagnostic: a traceback fits
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -664,7 +665,10 @@ class PktItem(pytest.Item):
     def describe(result: RunResult) -> str:
         """The run's own diagnostic, then where to look next. The diagnostic already holds the
         ``script packet:`` and ``actual packet:`` lines of a sniffed packet (both engines
-        print them, as packetdrill does), so they are not repeated."""
+        print them, as packetdrill does), so they are not repeated. What else the run wrote to
+        stderr is kept (its last lines): a failed code block's traceback ends there with the
+        value its assertion printed (``AssertionError: 25733``), which the diagnostic itself,
+        ``error executing code``, does not name, nor does upstream's."""
         parts = [result.message or f"exit status {result.exit_status}"]
         if result.line is not None:
             parts.append(f"script line: {result.line}")
@@ -672,6 +676,10 @@ class PktItem(pytest.Item):
             parts.append(f"pcap: {result.pcap}")
         if result.stdout.strip():
             parts.append(f"--- engine stdout ---\n{result.stdout.rstrip()}")
+        said = set(result.message.splitlines())
+        rest = [line for line in result.stderr.splitlines() if line.strip() and line not in said]
+        if rest:
+            parts.append("--- engine stderr ---\n" + "\n".join(rest[-_STDERR_LINES:]))
         return "\n".join(parts)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:

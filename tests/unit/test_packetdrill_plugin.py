@@ -120,6 +120,30 @@ def test_a_failure_shows_the_script_and_the_actual_packet_once(
     assert fnmatch.fnmatch(shown, f"actual packet: * {actual}"), text
 
 
+def test_a_failed_code_block_shows_the_value_its_assertion_printed(
+    pytester: pytest.Pytester,
+) -> None:
+    """The diagnostic both engines print for a code block is ``error executing code``; the
+    value that failed is in the block's traceback, which the item must show too (found on
+    the kernel's ``tcp-info-sndbuf-limited.pkt``, which asserts on times in tcp_info). The
+    broken variant: a block that holds shows no traceback, and passes."""
+    block = (
+        "+.1 < . 1:1(0) ack 101 win 257\n   +0 %{{ assert tcpi_snd_mss == {mss}, tcpi_snd_mss }}%\n"
+    )
+    pytester.makefile(".pkt", **{"code-v4": TCP + block.format(mss=999)})
+    pytester.makefile(".pkt", **{"holds-v4": TCP + block.format(mss=1000)})
+    args = ("-p", "no:cacheprovider", "--pkt-ip-version=ipv4", "--tolerance-scale=1")
+    records = pytester.inline_run(*args)
+    [report] = records.getfailures()
+    text = report.longreprtext
+    assert "code-v4.pkt: error executing code: 'python3' returned non-zero status 1" in text
+    assert text.count("error executing code") == 1, text
+    tail = text.split("--- engine stderr ---\n", 1)[1]
+    assert "code-v4.pkt:11: error in Python code" in tail
+    assert tail.rstrip().endswith("AssertionError: 1000"), text
+    records.assertoutcome(passed=1, failed=1)
+
+
 def test_expect_fail_header(pytester: pytest.Pytester) -> None:
     failing = GOOD.replace("udp (10)", "udp (20)")
     pytester.makefile(
