@@ -26,7 +26,7 @@ from _pytest.junitxml import xml_key
 from kernels import tools
 from kernels.acquire.catalog import KernelSpec, load_catalog, lookup
 from kernels.acquire.fetch import fetch
-from kernels.acquire.kernel import BootableKernel, version_tuple
+from kernels.acquire.kernel import BootableKernel, version_under_test
 from kernels.errors import KernelsError
 from kernels.matrix import reportlog
 from kernels.matrix.expectations import DEFAULT_EXPECTATIONS, expected_failure, load_expectations
@@ -136,7 +136,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     path = Path(os.environ.get("NETREGRESS_EXPECTATIONS") or DEFAULT_EXPECTATIONS)
     try:
         expectations = load_expectations(path)
-        version = version_tuple(os.environ.get("NETREGRESS_KERNEL_VERSION") or os.uname().release)
+        version = version_under_test()
     except KernelsError as exc:
         raise pytest.UsageError(str(exc)) from None
     for item in items:

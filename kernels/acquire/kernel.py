@@ -7,6 +7,7 @@ Why two version fields: `release` is what `uname -r` prints and names the module
 """
 
 import json
+import os
 import re
 import struct
 from dataclasses import dataclass
@@ -63,6 +64,13 @@ def version_tuple(text: str) -> tuple[int, ...]:
     if not match:
         raise KernelsError(f"cannot read a kernel version from {text!r}")
     return tuple(int(part) for part in match.group().split("."))
+
+
+def version_under_test() -> tuple[int, ...]:
+    """The upstream version of the kernel the tests run on: a guest's build (the matrix sets
+    NETREGRESS_KERNEL_VERSION, e.g. Debian's ``6.1.176-1``, whose release string, ``6.1.0-50``,
+    says less), else this host's release."""
+    return version_tuple(os.environ.get("NETREGRESS_KERNEL_VERSION") or os.uname().release)
 
 
 def build_version(banner: str, release: str) -> str:

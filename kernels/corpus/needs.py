@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import tomllib
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -86,15 +87,24 @@ def _probe(settings: list[str]) -> dict[str, str]:
     return answers
 
 
+@dataclass(frozen=True)
+class Arrival:
+    """When upstream began to take a setting: the release, and how a reason names it."""
+
+    release: tuple[int, ...]
+    said: str  # 'release (short commit "subject")'
+
+
 @cache
-def arrivals() -> dict[tuple[str, str], str]:
+def arrivals() -> dict[tuple[str, str], Arrival]:
     """When upstream began to take each setting (arrivals.toml), keyed by (dotted knob, value),
-    value ``""`` for the knob itself: ``release (short commit "subject")``."""
-    known: dict[tuple[str, str], str] = {}
+    value ``""`` for the knob itself."""
+    known: dict[tuple[str, str], Arrival] = {}
     for entry in tomllib.loads(ARRIVALS.read_text())["arrival"]:
+        release = tuple(int(part) for part in entry["release"].split("."))
         said = f'{entry["release"]} ({entry["commit"][:12]} "{entry["subject"]}")'
         for value in entry.get("values", [""]):
-            known[(entry["knob"], value)] = said
+            known[(entry["knob"], value)] = Arrival(release, said)
     return known
 
 
@@ -107,9 +117,33 @@ def why_skipped(refused: dict[str, str]) -> str:
         dotted = knob.replace("/", ".")
         if errno == "ENOENT":
             answer, since = "no such sysctl", arrivals().get((dotted, ""))
-            answer += f", added upstream in {since}" if since else ""
+            answer += f", added upstream in {since.said}" if since else ""
         else:
             answer, since = f"rejected ({errno})", arrivals().get((dotted, value))
-            answer += f", taken upstream since {since}" if since else ""
+            answer += f", taken upstream since {since.said}" if since else ""
         said.append(f"{dotted}={value}: {answer}")
     return "this kernel lacks what the script's init commands set: " + "; ".join(said)
+
+
+def predated(settings: list[str], version: tuple[int, ...]) -> str:
+    """The skip reason for a script that sets a value this kernel takes but predates (``""``:
+    none): before 6.18, ``tcp_ecn`` had no upper limit, so 5.10 and 6.1 take the AccECN
+    modes 3-5 and run the script with classic ECN, failing on every line that tells the two
+    apart. Only a value's arrival counts: a knob a kernel has is its own (6.1.59 has
+    ``tcp_shrink_window`` of 6.5, backported), and one it lacks is answered by the probe."""
+    early = [
+        f"{knob.replace('/', '.')}={value}, taken upstream since {since.said}"
+        for setting in settings
+        for knob, _, value in [setting.partition("=")]
+        if value
+        and (since := arrivals().get((knob.replace("/", "."), value))) is not None
+        and version < since.release
+    ]
+    if not early:
+        return ""
+    kernel = ".".join(str(part) for part in version)
+    return (
+        f"this kernel ({kernel}) predates what the script's init commands set: "
+        + "; ".join(early)
+        + "; it takes the value without the feature behind it"
+    )

@@ -32,12 +32,14 @@ import pytest
 from _pytest.junitxml import xml_key
 
 from kernels.acquire.catalog import load_catalog, lookup
+from kernels.acquire.kernel import version_under_test
 from kernels.corpus.features import FEATURES, UNKNOWN, features_of
 from kernels.corpus.needs import (
     CONGESTION_KNOB,
     KnobProbe,
     default_congestion,
     knob_settings,
+    predated,
     why_skipped,
 )
 from kernels.corpus.runner import Plan, RunnerProbe, command_line
@@ -248,7 +250,8 @@ def _knobs(config: pytest.Config) -> KnobProbe:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A script whose init settings this kernel refuses is a skip saying which and why."""
+    """A script whose init settings this kernel refuses, or sets a value this kernel predates
+    (needs.py), is a skip saying which and why."""
     script = item.parent
     if not isinstance(script, CorpusScript) or not script.settings:
         return
@@ -261,6 +264,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(str(exc), pytrace=False)
     if refused:
         pytest.skip(why_skipped(refused))
+    try:
+        early = predated(script.settings, version_under_test())
+    except KernelsError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    if early:
+        pytest.skip(early)
 
 
 def _congestion_refused(item: pytest.Item, script: CorpusScript) -> str | None:

@@ -23,6 +23,7 @@ from kernels.corpus.needs import (
     arrivals,
     default_congestion,
     knob_settings,
+    predated,
     why_skipped,
 )
 from kernels.corpus.runner import RunnerProbe
@@ -141,6 +142,21 @@ def test_a_skip_names_the_commit_only_for_the_answer_it_explains() -> None:
     assert why_skipped({"net/ipv4/tcp_ecn=3": "ENOENT"}) == (
         lacks + "net.ipv4.tcp_ecn=3: no such sysctl"
     )
+
+
+def test_a_value_this_kernel_predates_is_a_skip_on_it_and_runs_from_its_release() -> None:
+    """5.10 and 6.1 take tcp_ecn=3 (no upper limit before 6.18) without AccECN behind it."""
+    accecn = ["net/ipv4/tcp_ecn=3", "net/ipv4/tcp_ecn_option=2"]
+    assert predated(accecn, (6, 1, 176)) == (
+        "this kernel (6.1.176) predates what the script's init commands set: "
+        'net.ipv4.tcp_ecn=3, taken upstream since 7.0 (8ae3e8e6ceed "tcp: accecn: enable '
+        'AccECN"); it takes the value without the feature behind it'
+    )
+    assert predated(accecn, (7, 0)) == ""
+    assert predated(accecn, (7, 2, 13)) == ""
+    # A knob's own arrival is the probe's to judge (a backport brings it to an old kernel).
+    assert predated(["net/ipv4/tcp_shrink_window=1"], (6, 1, 59)) == ""
+    assert predated(["net/ipv4/tcp_ecn=1"], (5, 10)) == ""  # classic ECN: any kernel
 
 
 def test_every_arrival_names_a_release_and_a_full_commit() -> None:
