@@ -59,6 +59,7 @@ def run_script(path: str, cli_options: CliOptions) -> RunResult:
             timing_error=seen.error,
             late_error_usecs=seen.error_late_usecs,
             engine_behind_usecs=seen.engine_behind_usecs,
+            overtaken_usecs=seen.overtaken_usecs,
             tolerance=tolerance,
         )
     except Exception:  # an engine bug must still end as a clear failed result

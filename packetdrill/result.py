@@ -33,6 +33,9 @@ class RunResult:
     # An "early" failure that rests on the engine's own lag (runtime.Runtime.judge_time): the
     # lag; 0 otherwise, and always for the upstream binary, whose lag we cannot see.
     engine_behind_usecs: int = 0
+    # A mismatching packet the kernel sent before a stimulus the script gives it first, which
+    # the engine sent late (runtime.Runtime.overtaken_by): that lateness; 0 otherwise.
+    overtaken_usecs: int = 0
     # The tolerance the run was judged by (script and command line, plus the runner's slack);
     # the default when the script never parsed.
     tolerance: Tolerance = field(default_factory=Tolerance)
