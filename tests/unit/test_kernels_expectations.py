@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Expectations: which test is a known failure on which kernel, and why."""
 
+import re
+
 import pytest
 
 from kernels.errors import KernelsError
@@ -110,3 +112,25 @@ def test_a_plain_host_run_applies_the_running_kernels_expectations(
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rx")
     result.assert_outcomes(xfailed=1)
     result.stdout.fnmatch_lines(["*fixed in 0123456789ab*"])
+
+
+def test_kernel_corpus_entries_follow_the_stable_backports() -> None:
+    """A fix with stable backports is expected to fail on each branch only before its
+    backport: tcp_close_no_rst.pkt's fix reached 5.10.246 and 6.1.156, so bullseye's 5.10.223
+    runs it as a known failure and bookworm's 6.1.176 as a test that must pass."""
+    entries = load_expectations()
+    node = "tests/cases/kernel-packetdrill.corpus::tcp_close_no_rst.pkt::ipv6"
+    for version, known in [
+        ((5, 10, 223), True),
+        ((5, 10, 246), False),
+        ((6, 1, 155), True),
+        ((6, 1, 176), False),
+        ((6, 18, 44), False),
+    ]:
+        hit = expected_failure(entries, node, "any", version)
+        assert (hit is not None) == known, version
+    corpus = [e for e in entries if e.test.startswith("tests/cases/kernel-packetdrill.corpus::")]
+    assert corpus
+    for entry in corpus:
+        assert re.fullmatch(r"https://git\.kernel\.org/linus/[0-9a-f]{40}", entry.link), entry
+        assert entry.link[-40:][:12] in entry.reason, entry
