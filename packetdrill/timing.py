@@ -26,6 +26,19 @@ ENGINE_LATE = "engine-late"  # the engine itself injected, called or ran somethi
 ENGINE_BEHIND = "engine-behind"  # early only against an expectation our own lag pushed later
 ENGINE_DELAYED = "engine-delayed"  # late only by our own lag since its expectation was counted
 OVERTAKEN = "overtaken"  # a wrong packet the kernel sent before our late stimulus reached it
+TIMED_CODE = "timed-code"  # a code block's assertion on a time the kernel measured, slack-late
+
+# tcp_info fields that are times the kernel measured across the run's events: an assertion on
+# one inherits every lateness the slack let through (kernel's tcp-info-sndbuf-limited.pkt in
+# TCG guests: tcpi_busy_time 56-60 ms where 49-52 is allowed, under both engines).
+_DURATIONS = frozenset(
+    {
+        "tcpi_busy_time", "tcpi_rwnd_limited", "tcpi_sndbuf_limited", "tcpi_rtt",
+        "tcpi_rttvar", "tcpi_min_rtt", "tcpi_rcv_rtt", "tcpi_last_data_recv",
+        "tcpi_last_data_sent", "tcpi_last_ack_recv", "tcpi_total_rto_time",
+    }
+)  # fmt: skip
+_CODE_LINE = re.compile(r":(\d+): error in Python code$", re.M)
 SWALLOWED = "swallowed"  # a negative script's late event, accepted by the slack
 
 
@@ -96,6 +109,15 @@ class TimingRecord:
                 "before (this machine stalled), so the kernel got the script's stimulus that "
                 "late; counted from then, the event was on time, and the rest of the script "
                 "was never checked"
+            )
+        if self.cause == TIMED_CODE:
+            return (
+                f"timing not checkable on this machine: {where}: it asserts on a time the "
+                "kernel measured across this run's events, which came up to "
+                f"+{self.late_usecs / 1000:.1f} ms beyond the base tolerance (accepted only by "
+                "the late-side slack, "
+                f"+{self.tolerance.late_slack_usecs / 1000:.1f} ms): that lateness is in the "
+                "time, so the assertion cannot be judged here"
             )
         if self.cause == OVERTAKEN:
             return (
@@ -226,6 +248,8 @@ def judge_run(result: RunResult, tolerance: Tolerance) -> TimingRecord:
       first, which the engine made late (``overtaken_usecs``): ``not-checkable``; found in a
       TCG guest, where checking twelve packets of a burst took our engine 26 ms, and the
       kernel's tail loss probe left before the ACKs the script sends 1 ms apart.
+    - failed in a code block asserting on a time the kernel measured (``tcpi_busy_time`` ...)
+      in a run whose events passed only on the late slack (``late_usecs``): ``not-checkable``.
     - any other failure (early, non-timing, later than the measured slack): ``failed``.
 
     A not-checkable failure is about the failing event: the record names it (line and words
@@ -240,6 +264,16 @@ def judge_run(result: RunResult, tolerance: Tolerance) -> TimingRecord:
         usecs = result.engine_behind_usecs
     elif result.overtaken_usecs and not result.timing_error:
         cause, usecs = OVERTAKEN, result.overtaken_usecs
+    elif not result.timing_error and result.late_usecs and (timed := timed_code(result)):
+        line, field = timed
+        return TimingRecord(
+            "not-checkable",
+            result.late_usecs,
+            tolerance,
+            line=line,
+            event=f"code block on {field}",
+            cause=TIMED_CODE,
+        )
     if not cause:
         return TimingRecord(
             "failed", result.late_usecs, tolerance, timing_error=result.timing_error
@@ -253,6 +287,23 @@ def judge_run(result: RunResult, tolerance: Tolerance) -> TimingRecord:
         cause=cause,
         timing_error=result.timing_error,
     )
+
+
+def timed_code(result: RunResult) -> tuple[int | None, str] | None:
+    """(line, field) of a failed code block's assertion on a time the kernel measured, read
+    from its traceback (the innermost frame's source line, which both engines print), or
+    None: another failure, or an assertion on anything else (a cwnd, a counter)."""
+    if "error executing code" not in result.message:
+        return None
+    lines = result.stderr.splitlines()
+    frames = [i for i, text in enumerate(lines) if text.lstrip().startswith('File "')]
+    if not frames or frames[-1] + 1 >= len(lines):
+        return None
+    fields = sorted(set(re.findall(r"\btcpi_\w+", lines[frames[-1] + 1])) & _DURATIONS)
+    if not fields:
+        return None
+    found = _CODE_LINE.search(result.stderr)
+    return (int(found.group(1)) if found else None), fields[0]
 
 
 def _late_failure_proving_nothing(result: RunResult, slack: int) -> str:

@@ -471,3 +471,51 @@ def test_a_so_timestamping_value_late_by_the_runs_drift_is_not_checkable(
     record = judge_run(result, result.tolerance)
     assert record.verdict == verdict, result.message
     assert ("SO_TIMESTAMPING value" in result.message) == (verdict == "not-checkable")
+
+
+# What both engines print for a failed code block (the kernel's tcp-info-sndbuf-limited.pkt
+# in a TCG guest); the pytest item keeps it from the run's stderr.
+_CODE_STDERR = """\
+tcp-info-sndbuf-limited.pkt:29: error in Python code
+Traceback (most recent call last):
+  File "/tmp/code_8despdpt", line 112, in <module>
+    assert {assertion}, {field}; \\
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+AssertionError: 60000
+tcp-info-sndbuf-limited.pkt: error executing code: 'python3' returned non-zero status 1
+"""
+
+
+def _code_failure(assertion: str, field: str, late_usecs: int) -> RunResult:
+    return RunResult(
+        "tcp-info-sndbuf-limited.pkt",
+        False,
+        message="tcp-info-sndbuf-limited.pkt: error executing code: 'python3' returned "
+        "non-zero status 1",
+        stderr=_CODE_STDERR.format(assertion=assertion, field=field),
+        late_usecs=late_usecs,
+    )
+
+
+def test_a_timed_code_block_in_a_run_that_needed_slack_is_not_checkable() -> None:
+    """tcpi_busy_time spans the run's events; when they passed only on the slack, their
+    lateness is in it, and 60 ms where 49-52 are allowed proves nothing about the kernel."""
+    slack = Tolerance(late_slack_usecs=24_000, slack_from="calibrated")
+    result = _code_failure("49000 <= tcpi_busy_time <= 52000", "tcpi_busy_time", 2_011)
+    record = judge_run(result, slack)
+    assert (record.verdict, record.cause, record.line) == ("not-checkable", "timed-code", 29)
+    assert record.summary().startswith(
+        "timing not checkable on this machine: line 29: code block on tcpi_busy_time: it "
+        "asserts on a time the kernel measured across this run's events, which came up to "
+        "+2.0 ms beyond the base tolerance"
+    )
+
+
+def test_broken_variants_a_code_block_fails_when_on_time_or_not_on_a_time() -> None:
+    """Events all within the base tolerance: the time is the kernel's. A cwnd is a count,
+    whatever the lateness."""
+    slack = Tolerance(late_slack_usecs=24_000, slack_from="calibrated")
+    on_time = _code_failure("49000 <= tcpi_busy_time <= 52000", "tcpi_busy_time", 0)
+    assert judge_run(on_time, slack).verdict == "failed"
+    count = _code_failure("tcpi_snd_cwnd == 10", "tcpi_snd_cwnd", 2_011)
+    assert judge_run(count, slack).verdict == "failed"
