@@ -286,9 +286,10 @@ def test_broken_variants_a_packet_not_overtaking_a_late_stimulus_is_judged() -> 
 # The whole wiring on a real kernel: the engine, in a child of its own, with its third
 # injection held back (the stall we cannot produce on demand, made by hand in the engine, never
 # in the kernel). Held 400 ms, that ACK lets the kernel's RTO (200 ms at least) retransmit
-# first, and the line expecting the next segment sees the retransmission.
+# first, and the line expecting the next segment sees the retransmission. The tolerance is wide
+# (50 ms) so the run without the hold passes on a loaded machine, and still far below the RTO.
 RTO_SCRIPT = """\
---tolerance_usecs=10000
+--tolerance_usecs=50000
     0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
    +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
    +0 bind(3, ..., ...) = 0
