@@ -30,6 +30,7 @@ from scapy.utils import rdpcap
 
 from netregress.errors import NetregressError
 from netregress.process import Process
+from netregress.spans import span
 
 from . import artifacts
 from .handle import Handle
@@ -138,8 +139,9 @@ class Capture:
         ]
         if self.bpf_filter:
             argv.append(self.bpf_filter)
-        self._proc = self.ns.spawn(argv)
-        self._wait_listening()
+        with span("tcpdump-start"):
+            self._proc = self.ns.spawn(argv)
+            self._wait_listening()
         return self
 
     def _wait_listening(self) -> None:
@@ -168,8 +170,9 @@ class Capture:
         """Let in-flight packets land in the pcap, then stop tcpdump."""
         if self._proc is None or not self._proc.running():
             return
-        self._settle()
-        self._proc.stop()
+        with span("tcpdump-stop"):
+            self._settle()
+            self._proc.stop()
 
     def _settle(self, quiet_polls: int = 3, limit: float = 2.0) -> None:
         """Wait until the pcap size has not changed for *quiet_polls* polls in a row."""
@@ -196,7 +199,8 @@ class Capture:
     # --- results -----------------------------------------------------------------------
     def read(self) -> Packets:
         """Packets captured so far (the pcap is flushed per packet, so this works live)."""
-        return self._tail.read()
+        with span("pcap-parse"):
+            return self._tail.read()
 
     @property
     def packets(self) -> Packets:

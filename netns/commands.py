@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from netregress.netns_entry import in_netns
 from netregress.process import Process
 from netregress.programs import Argv, command_line, program
+from netregress.spans import span
 
 from .errors import CmdError
 
@@ -68,6 +69,11 @@ def cmd(
     Raises CmdError with the command and its stderr when it fails and *check* is true,
     so a test failure reads like the shell session that would reproduce it.
     """
+    with span("commands"):
+        return _cmd(argv, ns, check, timeout, input)
+
+
+def _cmd(argv: Argv, ns: str | None, check: bool, timeout: float, input: str | None) -> CmdResult:
     args = program(argv)
     full = command_line(args, ns)
     with _start(args, ns, None if input is None else subprocess.PIPE) as proc:

@@ -23,6 +23,7 @@ from pyroute2 import netns as pyroute2_netns
 
 from netregress import naming
 from netregress.netns_entry import in_new_netns
+from netregress.spans import span
 
 from . import addressing, counters, privilege, sockets, sysctls
 from . import links as link_verbs  # `links` is also a method's name in the class body
@@ -41,14 +42,15 @@ class Namespace(Handle):
     def __init__(self, label: str = "ns") -> None:
         privilege.require_namespaces()
         name = naming.unique(label)
-        super().__init__(label, name, _attach(name))
-        self._sysctl_saved: dict[str, str] = {}
-        _live[name] = self
-        try:
-            self.link("lo").up()
-        except BaseException:
-            self._remove()
-            raise
+        with span("namespaces"):
+            super().__init__(label, name, _attach(name))
+            self._sysctl_saved: dict[str, str] = {}
+            _live[name] = self
+            try:
+                self.link("lo").up()
+            except BaseException:
+                self._remove()
+                raise
 
     def __repr__(self) -> str:
         return f"Namespace({self.name!r})"
@@ -70,10 +72,11 @@ class Namespace(Handle):
         Restoring matters for the few ``net.*`` knobs that are global rather than per
         namespace: a test must never leave them changed.
         """
-        for key in values:
-            if key not in self._sysctl_saved:
-                self._sysctl_saved[key] = self.sysctl(key)
-        sysctls.write(self.name, {k: str(v) for k, v in values.items()})
+        with span("sysctls"):
+            for key in values:
+                if key not in self._sysctl_saved:
+                    self._sysctl_saved[key] = self.sysctl(key)
+            sysctls.write(self.name, {k: str(v) for k, v in values.items()})
 
     def restore_sysctls(self) -> None:
         """Put back every sysctl changed through :meth:`set_sysctls`."""
@@ -120,12 +123,13 @@ class Namespace(Handle):
         """Stop our processes, restore sysctls, delete the namespace (idempotent)."""
         if self.name not in _live:
             return
-        errors = self._children.stop_all()
-        try:
-            self.restore_sysctls()
-        except Exception as exc:
-            errors.append(exc)
-        self._remove()
+        with span("namespaces"):
+            errors = self._children.stop_all()
+            try:
+                self.restore_sysctls()
+            except Exception as exc:
+                errors.append(exc)
+            self._remove()
         if errors:
             raise errors[0]
 

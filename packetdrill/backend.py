@@ -12,6 +12,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from netregress.spans import add, span
+
 from .config import Config
 from .engine_process import start_run
 from .errors import PacketdrillError, UsageError
@@ -113,8 +115,10 @@ def _run_child(backend: Backend, path: str, options: CliOptions, timeout: float)
     os.close(fd)
     started = time.monotonic()
     try:
-        proc, handover = start_run(path, options, json_path, os.path.dirname(path))
-        child = finish(proc, timeout, handover)
+        with span("engine-start"):
+            proc, handover = start_run(path, options, json_path, os.path.dirname(path))
+        with span("engine-run"):
+            child = finish(proc, timeout, handover)
         if child.timed_out:
             return RunResult(
                 path,
@@ -137,6 +141,8 @@ def _run_child(backend: Backend, path: str, options: CliOptions, timeout: float)
             )
     finally:
         os.unlink(json_path)
+    for kind, seconds in result.phases.items():
+        add(f"engine:{kind}", seconds)
     stdout, stderr = child.stdout, child.stderr
     result.stdout, result.stderr = stdout, stderr
     result.duration = time.monotonic() - started

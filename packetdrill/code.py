@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass
 
 from netregress.process import Process
+from netregress.spans import span
 
 from .errors import RuntimeFailure
 from .netenv import normal_scheduling
@@ -237,6 +238,11 @@ def run_shell(command: str) -> str:
     the one in a blocking system call, and ends its wait (a ``recv(MSG_WAITALL)`` returns
     what it has, a write what it has copied), as it does under upstream's binary, where
     every command, init and cleanup command and code block runs through ``system()``."""
+    with span("shell"):
+        return _run_shell(command)
+
+
+def _run_shell(command: str) -> str:
     env = dict(os.environ, PACKETDRILL_PID=str(os.getpid()))
     env.setdefault("NSTAT_HISTORY", _NSTAT_HISTORY)
     unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})

@@ -39,6 +39,9 @@ class RunResult:
     # The tolerance the run was judged by (script and command line, plus the runner's slack);
     # the default when the script never parsed.
     tolerance: Tolerance = field(default_factory=Tolerance)
+    # Where the engine's process spent the run, seconds by kind (netregress/spans.py): parse,
+    # netns, init scripts, the script itself, teardown … (the builtin engine only).
+    phases: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

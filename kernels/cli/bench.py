@@ -27,7 +27,7 @@ from kernels.cli.matrix import collect
 from kernels.matrix.runner import RunOptions, run_kernel
 from kernels.paths import REPO_ROOT, cache_dir
 from kernels.report import record
-from kernels.vm import phases
+from kernels.vm import item_profile, phases
 from kernels.vm.accel import choose_accel, print_none
 from kernels.vm.cpio import Entry, archive, directory
 from kernels.vm.initramfs import BUSYBOX
@@ -36,7 +36,7 @@ from kernels.vm.procs import Children
 from kernels.vm.qemu import accel_args
 from kernels.vm.session import VmSession, vm_session
 from netregress import process
-from netregress.errors import run_cli
+from netregress.errors import NetregressError, run_cli
 
 BARE_INIT = "#!/bin/busybox sh\n/bin/busybox reboot -f\n"
 DEFAULT_SELECTION = ["tests/unit/test_kernels_guest.py"]
@@ -151,7 +151,20 @@ def _pytest_run(spec: KernelSpec, selection: list[str], vm: VmSession, out: Path
     return (
         f"{status}; {load} before, {_load()} after\n"
         f"{render({spec.name: rows}, {spec.name: wall})}\n"
-        f"  slowest test phases:\n{_slowest(log)}"
+        f"  slowest test phases:\n{_slowest(log)}\n"
+        f"  where a test's time goes, by kind of test:\n"
+        f"{item_profile.render(item_profile.items(out / phases.FILE))}"
+    )
+
+
+def profiles(folders: list[Path]) -> str:
+    """The per-kind table of every guest (or host) run kept under `folders` (matrix result
+    folders, `--output` of this command, a mutant's run): no guest is booted."""
+    logs = sorted({log for folder in folders for log in folder.rglob(phases.FILE)})
+    if not logs:
+        raise NetregressError(f"no {phases.FILE} under {', '.join(map(str, folders))}")
+    return "\n".join(
+        f"{log.parent}:\n{item_profile.render(item_profile.items(log))}" for log in logs
     )
 
 
@@ -183,6 +196,9 @@ def _matrix(names: list[str], selection: list[str], jobs: int, keep: Path | None
 
 
 def bench(args: argparse.Namespace) -> None:
+    if args.profile:
+        print(profiles(args.profile), flush=True)
+        return
     tools.require_root()
     selected = select(load_catalog(), args.kernels)
     specs = [spec for spec in selected if not isinstance(spec, RunningKernel)]
@@ -236,6 +252,14 @@ def main(argv: list[str] | None = None) -> int:
         dest="guests",
         action="store_false",
         help="skip the per-kernel boot and pytest figures (with --matrix)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="boot nothing: print where each test's time went, by kind of test, for the "
+        "runs kept under DIR (a matrix's --output, this command's --output); repeatable",
     )
     parser.add_argument(
         "--output",

@@ -14,12 +14,15 @@ each test's setup/call/teardown durations (pytest's own per-phase figures). Host
 
 import json
 import os
+import resource
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from netregress import spans
 
 ENV = "NETREGRESS_PHASES"
 FILE = "phases.jsonl"  # in the output share, next to the JUnit file
@@ -113,6 +116,40 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if _log_path() is not None and report.when in WHENS:
         _DURATIONS.add(report)
+        _ITEM_PHASES.setdefault(report.nodeid, {})[report.when] = report.duration
+
+
+# The process that runs a test sees its phases' reports before its protocol ends.
+_ITEM_PHASES: dict[str, dict[str, float]] = {}
+
+
+def _cpu_seconds() -> tuple[float, float]:
+    """CPU seconds of this process and of its children that ended (user + system)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """One line per test from the process that ran it: its phases' durations, the kinds of
+    work inside them (netregress/spans.py), and the CPU it and its children burnt; a test whose
+    wall time is mostly not CPU waited (timers, the script's own sleeps, the network)."""
+    if _log_path() is None:
+        return (yield)
+    spans.take()
+    cpu_before, children_before = _cpu_seconds()
+    started = time.monotonic()
+    result = yield
+    wall = time.monotonic() - started
+    cpu, children = _cpu_seconds()
+    _write({
+        "phase": "item", "nodeid": item.nodeid, "wall": round(wall, 4),
+        **{when: round(seconds, 4) for when, seconds in _ITEM_PHASES.pop(item.nodeid, {}).items()},
+        "cpu": round(cpu - cpu_before, 4), "children_cpu": round(children - children_before, 4),
+        "spans": {kind: round(seconds, 4) for kind, seconds in sorted(spans.take().items())},
+    })  # fmt: skip
+    return result
 
 
 @pytest.hookimpl(wrapper=True)

@@ -9,6 +9,8 @@ neighbours → FDB. Any failure tears down what was built and re-raises.
 
 from collections.abc import Callable
 
+from netregress.spans import span
+
 from .. import features
 from ..errors import FeatureMissing
 from ..namespace import Namespace
@@ -87,35 +89,41 @@ def build(topology: Topology, on_host: Callable[[Namespace], None] | None = None
                 ns.set_sysctls(sysctls)
             if on_host:
                 on_host(ns)
-        for spec in topology.links:
-            _create(net, spec)
-        for spec in topology.links:
-            for iface in spec.ifaces:
-                link = net[iface.host].link(iface.name)
-                if iface.mtu:
-                    link.set_mtu(iface.mtu)
-                if iface.mac:
-                    link.set_mac(iface.mac)
-                for cidr in iface.addrs:
-                    link.add_address(cidr)
-                if iface.up:
-                    link.up()
-        for r in topology.routes:
-            net[r.host].add_route(
-                r.dst,
-                via=r.via,
-                dev=r.dev,
-                src=r.src,
-                onlink=r.onlink,
-                table=r.table,
-                type=r.type,
-                metrics=dict(r.metrics),
-            )
-        for n in topology.neighbours:
-            net[n.host].add_neigh(n.dev, n.dst, n.lladdr)
-        for f in topology.fdb:
-            net[f.host].add_fdb(f.dev, f.lladdr, f.dst)
+        with span("topology"):
+            _links(net, topology)
     except BaseException:
         net.close()
         raise
     return net
+
+
+def _links(net: Network, topology: Topology) -> None:
+    """Links, their addresses, routes, neighbours and FDB entries, in the kernel's order."""
+    for spec in topology.links:
+        _create(net, spec)
+    for spec in topology.links:
+        for iface in spec.ifaces:
+            link = net[iface.host].link(iface.name)
+            if iface.mtu:
+                link.set_mtu(iface.mtu)
+            if iface.mac:
+                link.set_mac(iface.mac)
+            for cidr in iface.addrs:
+                link.add_address(cidr)
+            if iface.up:
+                link.up()
+    for r in topology.routes:
+        net[r.host].add_route(
+            r.dst,
+            via=r.via,
+            dev=r.dev,
+            src=r.src,
+            onlink=r.onlink,
+            table=r.table,
+            type=r.type,
+            metrics=dict(r.metrics),
+        )
+    for n in topology.neighbours:
+        net[n.host].add_neigh(n.dev, n.dst, n.lladdr)
+    for f in topology.fdb:
+        net[f.host].add_fdb(f.dev, f.lladdr, f.dst)

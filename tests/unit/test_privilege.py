@@ -97,11 +97,8 @@ def _without_paths(out: str) -> str:
     """The session's output less the paths pytest's header prints (the interpreter, the
     virtualenv): they name wherever this checkout lives, and a clone in a folder called
     ``netregress`` is how users make one. What is left is what the plugins said."""
-    for path in sorted(
-        {sys.executable, sys.prefix, str(Path(sys.prefix).resolve()), str(REPO), str(REPO.resolve())},
-        key=len,
-        reverse=True,
-    ):
+    paths = {sys.executable, sys.prefix, str(Path(sys.prefix).resolve()), str(REPO)}
+    for path in sorted(paths, key=len, reverse=True):
         out = out.replace(path, "<path>")
     return out
 
