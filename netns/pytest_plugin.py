@@ -100,9 +100,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # session has one of its own. Not the environment's PYTEST_XDIST_TESTRUNUID: a session a
     # test starts inside a worker (pytester) inherits it, and two such sessions running the
     # same script on two workers then removed each other's evidence mid-run.
+    # Under the directory pytest was started in, not the rootdir: `--rootdir=docs/examples`
+    # (a folder of demo scripts) must not fill a docs folder with pcaps. scripts/netregress
+    # starts pytest in the checkout, so its runs still keep them in the checkout's artifacts/.
     worker = getattr(config, "workerinput", None)
     run_dir = config.getoption("--artifacts-dir") or os.path.join(
-        str(config.rootpath),
+        str(config.invocation_params.dir),
         "artifacts",
         worker["testrunuid"][:8] if worker else f"run-{os.getpid()}",
     )

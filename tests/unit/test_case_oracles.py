@@ -84,6 +84,12 @@ def _test_functions(module: ModuleType) -> list[str]:
 
 @pytest.mark.parametrize("path", MODULES, ids=[p.name for p in MODULES])
 def test_case_module_has_a_strict_broken_variant(path: Path) -> None:
+    check_case_module(path)
+
+
+def check_case_module(path: Path) -> None:
+    """Fail (AssertionError) unless the case module at *path* follows the convention; also
+    used on the README's example case (tests/unit/test_readme_case.py)."""
     module = _load(path)
     variants = broken_variants(module)
     assert variants, (

@@ -3,6 +3,7 @@
 kernels/matrix.toml today, and both engines' files run one shard per job, then `merge`.
 (actionlint checks the GitHub workflow in scripts/test.)"""
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -113,3 +114,28 @@ def test_ci_kernels_must_be_catalog_names() -> None:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "--kernels: /boot/x not in" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _gitlab_minutes(duration: str) -> int:
+    number, unit = int(duration[:-1]), duration[-1]
+    return number * {"h": 60, "m": 1}[unit]
+
+
+def test_docs_state_the_generated_timeouts() -> None:
+    """docs/ci.md's timeouts are the ones the generator writes (the page once said 120 min
+    where the workflow had 360 on a schedule, and GitLab kept 2 h for hours of corpus)."""
+    doc = (REPO_ROOT / "docs/ci.md").read_text()
+    row = re.search(r"^\| timeouts \| (.*) \| (.*) \|$", doc, re.M)
+    assert row is not None, "docs/ci.md has no timeouts row"
+    said_github = [int(n) for n in re.findall(r"(\d+) min\b", row[1])]
+    said_gitlab = [int(n) for n in re.findall(r"(\d+) min\b", row[2])]
+    workflow = yaml.safe_load(github(["running"], 1, ["tests/cases"]))["jobs"]
+    scheduled, pushed = re.findall(r"&& (\d+) \|\| (\d+)", workflow["shard"]["timeout-minutes"])[0]
+    assert said_github == [int(scheduled), int(pushed), workflow["merge"]["timeout-minutes"]]
+    pipeline = yaml.safe_load(gitlab(["running"], 1, ["tests/cases"]))
+    assert said_gitlab == [_gitlab_minutes(pipeline[job]["timeout"])
+                           for job in ("matrix-shard", "matrix-merge")]  # fmt: skip
+    nightly = re.search(r"GitHub's shard timeout is (\d+) minutes on a schedule, (\d+) on a push"
+                        r"\.\s+GitLab's is (\d+) minutes", doc)  # fmt: skip
+    assert nightly is not None, "docs/ci.md's nightly section lost its timeouts"
+    assert nightly.groups() == (scheduled, pushed, str(said_gitlab[0]))

@@ -38,7 +38,14 @@ def test_without_privileges_only_namespace_tests_error(tmp_path) -> None:
     assert "Traceback" not in out
 
 
-def test_failure_keeps_pcap_and_prints_path(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("rootdir", [None, "docs"])
+def test_failure_keeps_pcap_and_prints_path(pytester: pytest.Pytester, rootdir: str | None) -> None:
+    """The evidence goes under the directory pytest runs in, whatever the rootdir: a run with
+    `--rootdir=docs/examples` (docs/html-report.md's demo) must leave no pcap in a docs folder."""
+    options = []
+    if rootdir:
+        pytester.mkdir(rootdir)
+        options.append(f"--rootdir={rootdir}")
     pytester.makepyfile("""
         def test_fails(veth_pair):
             with veth_pair["b"].capture("eth0", "icmp") as cap:
@@ -48,12 +55,14 @@ def test_failure_keeps_pcap_and_prints_path(pytester: pytest.Pytester) -> None:
             with veth_pair["b"].capture("eth0", "icmp"):
                 pass
     """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *options)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*pcaps and counters kept in *test_fails*"])
     kept = list(pytester.path.glob("artifacts/*/*test_fails*/*.pcap"))
     assert len(kept) == 1 and kept[0].stat().st_size > 24
     assert not list(pytester.path.glob("artifacts/*/*test_passes*"))
+    if rootdir:
+        assert not list((pytester.path / rootdir).rglob("*")), "evidence in the rootdir"
 
 
 def test_missing_feature_skips_with_reason_in_summary(pytester: pytest.Pytester) -> None:
