@@ -10,7 +10,7 @@ device. Data flows one way, one module per step:
         code; packets through device: tun0 + sniffer) → result
     cli / backend (builtin or upstream) / pytest_plugin / bench
     engine_process: a run's own process, started as programs/main.py (the command line)
-      or programs/standby.py (warmed up ahead; hands its run to the engine)
+      or forked per run by programs/forkserver.py (a runner's warm server)
 
 Entry points: ``python -m packetdrill`` and ``netregress-packetdrill`` (upstream's
 command line plus ``--packetdrill=builtin|auto|PATH``, ``--tolerance_late_usecs``,

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 
 from netregress.spans import add, span
 
+from . import engine_process
 from .config import Config
-from .engine_process import start_run
 from .errors import PacketdrillError, UsageError
 from .loader import CliOptions, load_config
-from .netenv import finish
 from .result import RunResult
 from .tolerance import Tolerance
 from .upstream import run_upstream
@@ -115,10 +114,8 @@ def _run_child(backend: Backend, path: str, options: CliOptions, timeout: float)
     os.close(fd)
     started = time.monotonic()
     try:
-        with span("engine-start"):
-            proc, handover = start_run(path, options, json_path, os.path.dirname(path))
         with span("engine-run"):
-            child = finish(proc, timeout, handover)
+            child = engine_process.run(path, options, json_path, os.path.dirname(path), timeout)
         if child.timed_out:
             return RunResult(
                 path,

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""A runner's engine process is warmed up ahead: the run it serves is the same run a cold
-process makes (the runner's environment, the script's folder, a fresh namespace), it warms up
-only on idle CPU, and a runner that may not lift it to ordinary priority keeps none."""
+"""A runner's engine runs are forked from a warm server: each is the same run a cold process
+makes (the runner's environment, the script's folder, a fresh process and namespace), a run
+past its time is killed and the server serves the next, and nothing outlives the runner."""
 
 import os
-import pwd
+import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,6 @@ PROBE_SCRIPT = """\
 echo "${NETREGRESS_PROBE:-unset} $PPID $(cat $T) $N" > seen; echo 99 > $T`
 """
 HOME = Path(__file__).resolve().parents[2]
-# The engine needs only the standard library; the user nobody may not reach the virtualenv's
-# interpreter (it can live under /root).
-SYSTEM_PYTHON = "/usr/bin/python3"
 
 
 def _our_children() -> set[int]:
@@ -38,16 +36,30 @@ def _our_children() -> set[int]:
     return pids
 
 
-def _standbys() -> set[int]:
-    """Our children that wait at idle priority: the standbys."""
-    idle = set()
+def _servers() -> set[int]:
+    """Our children that are engine servers."""
+    found = set()
     for pid in _our_children():
         try:
-            if os.sched_getscheduler(pid) == os.SCHED_IDLE:
-                idle.add(pid)
-        except ProcessLookupError:
+            if b"forkserver.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.add(pid)
+        except FileNotFoundError:
             pass
-    return idle
+    return found
+
+
+def _eventually(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Whether `condition` holds within `seconds` (a process the kernel ends takes a moment)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def _probe(tmp_path: Path) -> tuple[str, int, str]:
@@ -60,106 +72,107 @@ def _probe(tmp_path: Path) -> tuple[str, int, str]:
     return value, int(pid), f"ttl={ttl} {netns}"
 
 
-def test_the_next_run_is_served_by_the_standby_started_with_this_one(
+def test_each_run_is_a_fresh_process_forked_from_one_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NETREGRESS_PROBE", "one")
     first_value, first_pid, first_ns = _probe(tmp_path)
-    (standby,) = _standbys()
+    (server,) = _servers()
     value, pid, netns = _probe(tmp_path)
-    assert pid == standby
+    assert _servers() == {server}  # the same server made both runs ...
     assert (first_value, value) == ("one", "one")
-    assert first_pid != pid  # a fresh process
+    assert first_pid != pid and server not in (first_pid, pid)  # ... each in a fresh child
     # a fresh namespace: the first run's marker (TTL 99) is not in it, and it is not ours
     assert first_ns.startswith("ttl=64 ") and netns.startswith("ttl=64 ")
     assert netns.split()[1] != os.readlink("/proc/self/ns/net")
-    assert _standbys() and standby not in _our_children()
 
 
-def test_a_run_gets_the_environment_of_its_hand_over(
+def test_a_run_gets_the_environment_of_its_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """pytest renames the current test in the environment before every run: the standby still
+    """pytest renames the current test in the environment before every run: the server still
     serves it, with the values the run was handed."""
     monkeypatch.setenv("NETREGRESS_PROBE", "before")
     _probe(tmp_path)
-    (standby,) = _standbys()
+    (server,) = _servers()
     monkeypatch.setenv("NETREGRESS_PROBE", "after")
-    assert _probe(tmp_path)[:2] == ("after", standby)
+    assert _probe(tmp_path)[0] == "after"
+    assert _servers() == {server}
 
 
-def test_a_standby_started_under_another_interpreter_setting_serves_no_run(
+def test_a_server_started_under_another_interpreter_setting_serves_no_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The broken case it guards: a warm interpreter keeping a setting it read at start."""
     monkeypatch.setenv("PYTHONHASHSEED", "1")
     _probe(tmp_path)
-    (standby,) = _standbys()
+    (server,) = _servers()
     monkeypatch.setenv("PYTHONHASHSEED", "2")
-    pid = _probe(tmp_path)[1]
-    assert pid != standby and standby not in _our_children()
-
-
-def test_a_standby_belongs_to_the_thread_that_started_it(tmp_path: Path) -> None:
-    """The kernel kills a child when the thread that spawned it ends, so another thread's run
-    is never served by this thread's standby."""
     _probe(tmp_path)
-    (mine,) = _standbys()
-    theirs: list[int] = []
-    thread = threading.Thread(target=lambda: theirs.append(_probe(tmp_path)[1]))
+    assert server not in _servers() and len(_servers()) == 1
+
+
+def test_a_server_belongs_to_the_thread_that_started_it(tmp_path: Path) -> None:
+    """The kernel kills a child when the thread that spawned it ends, so another thread's run
+    is never made by this thread's server."""
+    _probe(tmp_path)
+    (mine,) = _servers()
+    theirs: list[set[int]] = []
+
+    def their_run() -> None:
+        _probe(tmp_path)
+        theirs.append(_servers())
+
+    thread = threading.Thread(target=their_run)
     thread.start()
     thread.join()
-    assert theirs and theirs[0] != mine
-    assert _probe(tmp_path)[1] == mine
+    assert theirs and theirs[0] - {mine}  # the thread had a server of its own ...
+    assert _eventually(lambda: _servers() == {mine})  # ... which ended with it
+    _probe(tmp_path)
+    assert _servers() == {mine}
+
+
+def test_a_run_past_its_time_is_killed_and_the_server_serves_the_next(tmp_path: Path) -> None:
+    script = tmp_path / "hangs.pkt"
+    script.write_text("0 `echo $$ > shell; sleep 60`\n")
+    started = time.monotonic()
+    result = run_isolated(ENGINE, str(script), [("ip_version", "ipv4")], timeout=2)
+    assert not result.passed and "timed out after 2 s" in result.message
+    assert time.monotonic() - started < 30
+    (server,) = _servers()
+    shell = int((tmp_path / "shell").read_text())  # the run's own child: gone with the run
+    assert _eventually(lambda: not Path(f"/proc/{shell}").exists()), shell
+    assert _probe(tmp_path)[0] and _servers() == {server}
+
+
+def test_a_server_that_died_between_runs_is_replaced(tmp_path: Path) -> None:
+    _probe(tmp_path)
+    (server,) = _servers()
+    os.kill(server, signal.SIGKILL)
+    assert _eventually(lambda: server not in _servers())
+    _probe(tmp_path)
+    (new,) = _servers()
+    assert new != server and _parent_of(new) == os.getpid()
 
 
 RUN_ONCE = """import os, sys
 sys.path.insert(0, sys.argv[1])
 from packetdrill import engine_process
 
-def run_once():
-    proc, request = engine_process.start_run(
-        "/nonexistent.pkt", [("dry_run", None)], os.devnull, "/"
-    )
-    proc.communicate(request)
-    children = open(f"/proc/self/task/{os.getpid()}/children").read().split()
-    return [(int(pid), os.sched_getscheduler(int(pid))) for pid in children]
+engine_process.run("/nonexistent.pkt", [("dry_run", None)], os.devnull, "/", 60)
+print(open(f"/proc/self/task/{os.getpid()}/children").read().split())
 """
 
 
-def _python(code: str, *prefix: str, python: str = sys.executable) -> list[list[tuple[int, int]]]:
+def test_a_server_ends_with_its_runner() -> None:
     done = subprocess.run(
-        [*prefix, python, "-S", "-c", RUN_ONCE + code, str(HOME)],
+        [sys.executable, "-S", "-c", RUN_ONCE, str(HOME)],
         capture_output=True, text=True, timeout=60, cwd="/",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    return [eval(line) for line in done.stdout.splitlines()]
-
-
-def test_a_standby_nobody_takes_ends_with_its_runner() -> None:
-    [[(standby, policy)]] = _python("print(run_once())")
-    assert policy == os.SCHED_IDLE
-    for _ in range(100):  # it reads end-of-file (or is killed) once its runner is gone
-        if not Path(f"/proc/{standby}").exists():
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"standby {standby} outlived its runner")
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="switches to the user nobody (needs root)")
-@pytest.mark.skipif(not os.path.exists(SYSTEM_PYTHON), reason=f"no {SYSTEM_PYTHON}")
-def test_a_runner_that_may_not_lift_a_standby_keeps_none() -> None:
-    """As a normal user the kernel refuses to lift a process out of SCHED_IDLE: its runs start
-    cold (the first run leaves a standby, the second finds it cannot use it, and keeps none)."""
-    nobody = pwd.getpwnam("nobody")
-    as_nobody = ("setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
-                 "--clear-groups")  # fmt: skip
-    first, second = _python(
-        "print(run_once()); print(run_once())", *as_nobody, python=SYSTEM_PYTHON
-    )
-    assert [policy for _, policy in first] == [os.SCHED_IDLE]  # a standby was started ...
-    assert second == []  # ... it could not be lifted, and no other was started
+    (server,) = eval(done.stdout)
+    # it reads end-of-file (or is killed) once its runner is gone
+    assert _eventually(lambda: not Path(f"/proc/{server}").exists()), server
 
 
 def test_the_command_line_start_is_cold_and_complete(tmp_path: Path) -> None:
