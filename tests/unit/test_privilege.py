@@ -98,7 +98,13 @@ def _without_paths(out: str) -> str:
     virtualenv): they name wherever this checkout lives, and a clone in a folder called
     ``netregress`` is how users make one. What is left is what the plugins said."""
     for path in sorted(
-        {sys.executable, sys.prefix, str(Path(sys.prefix).resolve()), str(REPO), str(REPO.resolve())},
+        {
+            sys.executable,
+            sys.prefix,
+            str(Path(sys.prefix).resolve()),
+            str(REPO),
+            str(REPO.resolve()),
+        },
         key=len,
         reverse=True,
     ):
