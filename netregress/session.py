@@ -26,18 +26,49 @@ KERNEL_PROPERTY = "kernel"  # the kernel a replayed report ran on
 
 
 @dataclass(frozen=True)
-class VmKernel:
-    """The tests of this session run inside a VM booting this kernel, not on this host."""
+class KernelUnderTest:
+    """The kernel a session's verdicts are about, as every report of it names that kernel.
 
-    name: str
+    Why one type: the terminal header, report.html's environment table, the JUnit suite's
+    properties and the KTAP header each once named the kernel their own way (or not at all:
+    report.html showed only the host's platform), so a reader could not tell which kernel a
+    `pytest --kernel` run had passed. They all render this, and the matrix's files too.
+
+    `release` is its `uname -r` (a guest's own), `version` the exact build: a Debian kernel's
+    package version, else the release again (kernels/acquire/kernel.py reads both). `accel` is
+    how it ran: "kvm" or "tcg" for a guest, "host" for the kernel this machine runs."""
+
+    name: str  # its kernels/matrix.toml name; "running" for the kernel this machine runs
+    release: str
+    version: str
+    accel: str
+
+    def package(self) -> str:
+        """The Debian package version, or "" for a build that names none (its version is its
+        release)."""
+        return self.version if self.version != self.release else ""
+
+    def words(self) -> str:
+        """One line for people: ``bookworm-6.1 6.1.0-50-cloud-amd64 (Debian package
+        6.1.176-1), in a VM, accel tcg``."""
+        package = f" (Debian package {self.package()})" if self.package() else ""
+        where = "on the host" if self.accel == "host" else f"in a VM, accel {self.accel}"
+        return f"{self.name} {self.release}{package}, {where}"
+
+    def properties(self) -> list[tuple[str, str]]:
+        """Name and value pairs for tools (a JUnit suite's properties)."""
+        return [(KERNEL_PROPERTY, self.name), ("accel", self.accel),
+                ("kernel_release", self.release), ("kernel_version", self.version)]  # fmt: skip
 
 
-VM_KERNEL = pytest.StashKey[VmKernel]()  # decided by the kernels plugin from --kernel
+# Decided by the kernels plugin when the session is configured; absent without that plugin.
+KERNEL_UNDER_TEST = pytest.StashKey[KernelUnderTest]()  # every session's
+VM_KERNEL = pytest.StashKey[KernelUnderTest]()  # --kernel: the one its tests are sent to
 ARTIFACTS_ROOT = pytest.StashKey[Path]()  # the run's evidence folder, from --artifacts-dir
 
 
-def vm_kernel(config: pytest.Config) -> VmKernel | None:
-    """The VM kernel this session sends its tests to, or None: they run on this kernel."""
+def vm_kernel(config: pytest.Config) -> KernelUnderTest | None:
+    """The kernel this session sends its tests to (a VM's), or None: they run on this one."""
     return config.stash.get(VM_KERNEL, None)
 
 

@@ -11,6 +11,7 @@ the caller's working directory (the guest sees the same paths), with this enviro
   that was running;
 - NETREGRESS_ARTIFACTS: netns' evidence folder, inside the output share so it comes back;
 - NETREGRESS_PHASES: the timing log `-p kernels.vm.phases` writes (scripts/bench-vm reads it);
+- NETREGRESS_ACCEL: how the kernel runs (kvm, tcg, host), so the guest's reports name it;
 - NETREGRESS_IN_VM=1: inside a guest (not the running kernel's host run), whose root
   namespace may be changed: the VM is thrown away;
 - NETREGRESS_EMULATED=tcg: inside a TCG guest, so timing-sensitive code widens tolerances.
@@ -38,6 +39,7 @@ from kernels.vm.initramfs import GUEST_OUT
 from kernels.vm.launcher import Boot, Gate, GuestCommand, Launcher
 from kernels.vm.procs import Children
 from netregress.errors import NetregressError
+from netregress.session import KernelUnderTest
 
 # What the suite's topologies use; preloaded so the first test does not pay for autoloading.
 GUEST_MODULES = (
@@ -76,6 +78,15 @@ class KernelRun:
     total_seconds: float = 0.0
     timing: Timing | None = None  # a guest's, from its phase log, for the next run's order
 
+    def under_test(self) -> KernelUnderTest | None:
+        """The kernel as the reports name it; None when it never was fetched."""
+        return None if self.kernel is None else judged(self.kernel, self.accel)
+
+
+def judged(kernel: BootableKernel, accel: str) -> KernelUnderTest:
+    """A fetched kernel running with `accel` ("kvm", "tcg", "host"), as the reports name it."""
+    return KernelUnderTest(kernel.name, kernel.release, kernel.version, accel)
+
 
 def _pytest_argv(options: RunOptions, out: str) -> list[str]:
     """The guest pytest; `out` is the output dir as it sees it. The host reads its report log;
@@ -104,6 +115,7 @@ def guest_env(kernel: BootableKernel, options: RunOptions, accel: str, out: str)
         "NETREGRESS_KERNEL": kernel.name,
         "NETREGRESS_KERNEL_VERSION": kernel.version,
         "NETREGRESS_KERNEL_RELEASE": kernel.release,
+        "NETREGRESS_ACCEL": accel,
         "NETREGRESS_PROGRESS": f"{out}/{reportlog.PROGRESS_LOG}",
         "NETREGRESS_ARTIFACTS": f"{out}/artifacts",
         phases.ENV: f"{out}/{phases.FILE}",

@@ -23,6 +23,7 @@ from kernels.matrix.results import Outcome, TestResult
 from kernels.matrix.runner import KernelRun
 from kernels.report.model import Matrix
 from kernels.report.record import Record
+from netregress.session import KERNEL_PROPERTY
 
 NODEID_PROPERTY = "nodeid"
 _TAGS = {
@@ -34,15 +35,18 @@ _TAGS = {
 
 
 def suite_properties(run: KernelRun) -> list[tuple[str, str]]:
-    """What a suite says of the kernel its tests ran on: name, `uname -r`, exact build, how the
-    guest ran (kvm, tcg, or host for the running kernel) and how long it took to boot."""
-    properties = [("kernel", run.name), ("accel", run.accel)]
-    if run.kernel is not None:
-        properties += [("kernel_release", run.kernel.release),
-                       ("kernel_version", run.kernel.version)]  # fmt: skip
-    if run.boot_seconds is not None:
-        properties.append(("boot_seconds", f"{run.boot_seconds:.1f}"))
-    return properties
+    """What a suite says of the kernel its tests ran on: the properties every report of a
+    kernel under test carries (netregress.session: name, how it ran, `uname -r`, exact build;
+    the first two only for a kernel never fetched), then :func:`boot_properties`."""
+    kernel = run.under_test()
+    if kernel is None:
+        return [(KERNEL_PROPERTY, run.name), ("accel", run.accel), *boot_properties(run)]
+    return [*kernel.properties(), *boot_properties(run)]
+
+
+def boot_properties(run: KernelRun) -> list[tuple[str, str]]:
+    """How long its guest took to boot, once one booted."""
+    return [] if run.boot_seconds is None else [("boot_seconds", f"{run.boot_seconds:.1f}")]
 
 
 def write_junit(path: Path, run: KernelRun, results: list[TestResult], started: str) -> None:

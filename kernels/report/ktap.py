@@ -22,6 +22,7 @@ import pytest
 from kernels.matrix.results import Outcome, TestResult, from_collect_error, from_reports
 from kernels.report.model import Matrix
 from kernels.report.record import Record
+from netregress.session import KernelUnderTest
 
 VERSION_LINE = "KTAP version 1"
 MACHINE_SLOW = "KSFT_MACHINE_SLOW"
@@ -83,11 +84,17 @@ def _result_lines(number: int, result: TestResult) -> list[str]:
             return [f"# {line}".rstrip() for line in detail] + [f"not ok {number} {name}"]
 
 
-def render(results: list[TestResult], title: str, *, slow: bool = False) -> str:
-    """A flat KTAP document: version, plan, one line per test, kselftest-style totals; `slow`
-    (:func:`machine_slow`) writes a failure on timing alone as an XFAIL."""
+def title(kernel: KernelUnderTest) -> str:
+    """The first diagnostic line: which kernel the results are about, as every report says."""
+    return f"netregress on {kernel.words()}"
+
+
+def render(results: list[TestResult], header: list[str], *, slow: bool = False) -> str:
+    """A flat KTAP document: version, plan, the `header` lines as diagnostics (the title
+    first), one line per test, kselftest-style totals; `slow` (:func:`machine_slow`) writes a
+    failure on timing alone as an XFAIL."""
     results = [_as_written(result, slow) for result in results]
-    lines = [VERSION_LINE, f"1..{len(results)}", f"# {_one_line(title)}"]
+    lines = [VERSION_LINE, f"1..{len(results)}", *(f"# {_one_line(line)}" for line in header)]
     for number, result in enumerate(results, start=1):
         lines += _result_lines(number, result)
     count = {o: sum(r.outcome == o for r in results) for o in Outcome}
@@ -103,11 +110,10 @@ def write(matrix: Matrix, rec: Record, out_dir: Path) -> list[Path]:
     """`ktap-<kernel>.tap` per kernel column, rows in matrix order (the console row last)."""
     written = []
     for run in matrix.runs:
-        kernel = run.kernel
-        build = f" {kernel.release} ({kernel.version})" if kernel else ""
+        kernel = run.under_test()
         path = out_dir / f"ktap-{run.name}.tap"
-        title = f"netregress on {run.name}{build}"
-        path.write_text(render(matrix.column(run.name), title, slow=machine_slow()))
+        header = [title(kernel) if kernel else f"netregress on {run.name}"]
+        path.write_text(render(matrix.column(run.name), header, slow=machine_slow()))
         written.append(path)
     return written
 
@@ -117,9 +123,9 @@ class KtapWriter:
     the file when the session ends (registered on the controller only, never on an xdist
     worker, so one file is written once)."""
 
-    def __init__(self, path: Path, title: str) -> None:
+    def __init__(self, path: Path, header: list[str]) -> None:
         self.path = path
-        self.title = title
+        self.header = header
         self._reports: dict[str, list[pytest.TestReport]] = {}
         self._broken: list[TestResult] = []
 
@@ -135,4 +141,4 @@ class KtapWriter:
     def pytest_sessionfinish(self) -> None:
         results = [from_reports(nodeid, reports) for nodeid, reports in self._reports.items()]
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(render([*self._broken, *results], self.title, slow=machine_slow()))
+        self.path.write_text(render([*self._broken, *results], self.header, slow=machine_slow()))

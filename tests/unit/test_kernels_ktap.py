@@ -89,7 +89,7 @@ def test_crashes_and_awkward_names() -> None:
     text = render(
         [TestResult("t.py::test_a[x#1]", "crash", "Kernel panic - not syncing:\nsysrq"),
          TestResult("t.py::test_b", "skip", "")],
-        "title",
+        ["title"],
     )  # fmt: skip
     assert "not ok 1 t.py::test_a[x%231] # ERROR Kernel panic - not syncing: sysrq\n" in text
     assert "ok 2 t.py::test_b # SKIP\n" in text
@@ -118,7 +118,7 @@ SLOW_MIX = [
 def test_on_a_slow_machine_a_timing_mismatch_is_an_xfail_never_a_pass() -> None:
     """KSFT_MACHINE_SLOW: a failure on timing alone is not checkable there (XFAIL, the
     mismatch kept as diagnostics); every other result is written as without it."""
-    normal, slow = render(SLOW_MIX, "t"), render(SLOW_MIX, "t", slow=True)
+    normal, slow = render(SLOW_MIX, ["t"]), render(SLOW_MIX, ["t"], slow=True)
     xfail = f"# XFAIL timing not checkable ({MACHINE_SLOW})"
     assert f"ok 1 late.pkt::ipv4 {xfail}\n" in slow and "not ok 1 late.pkt::ipv4\n" in normal
     assert f"ok 2 early.pkt::ipv4 {xfail}\n" in slow

@@ -140,6 +140,21 @@ def test_every_format_is_written_and_the_junit_file_per_kernel(tmp_path: Path) -
     }
 
 
+def test_every_matrix_file_names_each_kernel_as_a_pytest_run_does(tmp_path: Path) -> None:
+    """The matrix's JUnit, KTAP and HTML name a kernel by what `pytest --kernel` names it by
+    (release, Debian package, accel); a kernel never fetched by its name alone."""
+    matrix = build(_runs(tmp_path), [A, B, C])
+    publish(matrix, _record(matrix), tmp_path / "out")
+    words = "bookworm-6.1 6.1.0-50-cloud-amd64 (Debian package 6.1.176-1), in a VM, accel tcg"
+    assert (tmp_path / "out/ktap-bookworm-6.1.tap").read_text().splitlines()[2] == (
+        f"# netregress on {words}"
+    )
+    assert (tmp_path / "out/ktap-sid.tap").read_text().splitlines()[2] == "# netregress on sid"
+    page = (tmp_path / "out/matrix.html").read_text()
+    line = "<td>bookworm-6.1</td><td>6.1.0-50-cloud-amd64</td><td>6.1.176-1</td><td>tcg</td>"
+    assert line in page
+
+
 def test_a_junit_suite_names_its_kernel_and_its_cases_keep_pytests_classnames(
     tmp_path: Path,
 ) -> None:

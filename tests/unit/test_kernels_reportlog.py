@@ -237,7 +237,8 @@ def test_a_replayed_run_reads_like_a_local_one_to_every_reporter(tmp_path: Path)
     properties = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
     assert properties == {"kernel": "running", "accel": "host",
                           "kernel_release": os.uname().release,
-                          "kernel_version": properties["kernel_version"]}  # fmt: skip
+                          "kernel_version": properties["kernel_version"],
+                          "host": properties["host"]}  # fmt: skip
     assert runs["replayed"][2].is_file()
     local, again = (
         {r.nodeid: (r.outcome, r.message) for r in reportlog.read(tmp_path / name).results()}

@@ -25,6 +25,14 @@ from kernels.paths import REPO_ROOT
 from kernels.vm import gate, phases
 
 KERNEL = "bookworm-6.1"
+# How every report names it (netregress.session.KernelUnderTest.words).
+NAMED = rf"{KERNEL} 6\.1\.\S+ \(Debian package 6\.1\.\S+\), in a VM, accel (kvm|tcg)"
+
+
+def _host() -> str:
+    """This machine as the reports name it, apart from the kernel under test."""
+    machine = os.uname()
+    return f"{machine.sysname} {machine.release} {machine.machine}"
 
 
 def _vm_problem() -> str | None:
@@ -68,7 +76,8 @@ def test_pytest_kernel_runs_the_tests_in_the_guest(tmp_path: Path) -> None:
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert f"kernel: {KERNEL} 6.1." in proc.stdout
+    assert re.search(rf"^kernel under test: {NAMED}$", proc.stdout, re.M), proc.stdout
+    assert f"host: {_host()}" in proc.stdout.splitlines()
     host = reportlog.read(tmp_path)  # the host session's own report log: the guest's reports
     outcomes = {r.nodeid.rpartition("::")[2]: r.outcome for r in host.results()}
     assert outcomes == {
@@ -79,7 +88,7 @@ def test_pytest_kernel_runs_the_tests_in_the_guest(tmp_path: Path) -> None:
         "test_identity_files_are_the_guests_own_copy": "pass",
     }
     text = ktap.read_text()  # --ktap-file on the host side of --kernel: the guest's results
-    assert f"# netregress on {KERNEL}" in text
+    assert re.fullmatch(rf"# netregress on {NAMED}", text.splitlines()[2]), text
     assert [r.ok for r in Parser().parse_text(text) if r.category == "test"] == [True] * 5
     assert "# XFAIL TCP PLB" in text
 
@@ -128,6 +137,12 @@ def test_a_guest_failure_reaches_the_host_report_with_its_traceback(tmp_path: Pa
     assert all(line in lines for line in traceback), proc.stdout
     summary = "FAILED test_failing.py::test_fails_in_the_guest - AssertionError: a real failure"
     assert any(line.startswith(summary) for line in lines), proc.stdout
+    suite = ET.parse(junit).find("testsuite")
+    assert suite is not None
+    properties = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    assert properties["kernel"] == KERNEL and properties["accel"] in ("kvm", "tcg")
+    assert (properties.get("kernel_release") or "").startswith("6.1.")
+    assert "boot_seconds" in properties and properties.get("host") == _host()
     failure = ET.parse(junit).find(".//testcase[@name='test_fails_in_the_guest']/failure")
     assert failure is not None and failure.text is not None
     assert failure.get("message", "").startswith("AssertionError: a real failure inside the guest")

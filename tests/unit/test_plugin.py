@@ -96,9 +96,11 @@ def test_plugins_read_the_vm_kernel_from_the_stash(pytester: pytest.Pytester) ->
     """Where the tests run is one typed decision in config.stash (the kernels plugin makes it
     from --kernel), not another plugin's command-line option."""
     pytester.makeconftest("""
-        from netregress.session import VM_KERNEL, VmKernel
+        from netregress.session import VM_KERNEL, KernelUnderTest
         def pytest_configure(config):
-            config.stash[VM_KERNEL] = VmKernel("bookworm-6.1")
+            config.stash[VM_KERNEL] = KernelUnderTest(
+                "bookworm-6.1", "6.1.0-50-cloud-amd64", "6.1.176-1", "tcg"
+            )
     """)
     pytester.makepyfile("def test_x():\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
