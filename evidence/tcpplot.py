@@ -24,7 +24,7 @@ writes the SVG.
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
@@ -449,6 +449,7 @@ def connection_figure(
         zoom_ax = fig.add_subplot(grid[1], gid="nr-zoom")
         _zoom(main_ax, zoom_ax, picture, window)
         zoom_ax.set_title(_zoom_title(picture, failed_line), fontsize=7.5)
+        _message_clock(zoom_ax, picture)
     handles, names = main_ax.get_legend_handles_labels()
     unique = dict(zip(names, handles, strict=True))
     fig.legend(
@@ -556,9 +557,56 @@ def _style(ax: "Axes", picture: _Picture) -> None:
 
 def _zoom_title(picture: _Picture, failed_line: int | None) -> str:
     found = picture.divergence
-    if found is None:
-        return f"zoom: line {failed_line}"
-    return f"zoom: first divergence, line {found.event.line}: {found.what}"
+    title = (
+        f"zoom: line {failed_line}"
+        if found is None
+        else f"zoom: first divergence, line {found.event.line}: {found.what}"
+    )
+    event = _zoomed_event(picture)
+    return title if event is None else f"{title}\n{message_clock(event)}"
+
+
+def _zoomed_event(picture: _Picture) -> ExpectedEvent | None:
+    """The script event the zoom is about, when its time is relative (``+0.01``): the first
+    divergence's, else the failing line's."""
+    if picture.divergence is not None:
+        event: ExpectedEvent | None = picture.divergence.event
+    else:
+        event = next((box.event for box in picture.boxes if box.failed), None)
+    return event if event is not None and event.base is not None else None
+
+
+def message_clock(event: ExpectedEvent) -> str:
+    """A relative event's script range in both clocks: the failure message's (``+0.010~+0.020 s``
+    after the instant it counts from) and the plot's (seconds since script time 0)."""
+    assert event.base is not None
+    end = event.start if event.end is None else event.end
+    since = f"+{event.start - event.base:.3f}"
+    at = f"{event.start:.4f}"
+    if end != event.start:
+        since += f"~+{end - event.base:.3f}"
+        at += f"~{end:.4f}"
+    return f"line {event.line}: {since} s after {event.base:.4f} s = {at} s"
+
+
+def _message_clock(zoom_ax: "Axes", picture: _Picture) -> None:
+    """The zoom's top axis in the failure message's clock: seconds after the instant the zoomed
+    event's relative time counts from, so ``+0.010~+0.020`` can be read off the picture."""
+    event = _zoomed_event(picture)
+    if event is None or event.base is None:
+        return
+    base = event.base
+
+    def to_message(x: Any) -> Any:  # matplotlib hands numbers or numpy arrays
+        return x - base
+
+    def from_message(x: Any) -> Any:
+        return x + base
+
+    top = zoom_ax.secondary_xaxis("top", functions=(to_message, from_message))
+    top.set_xlabel(f"s after {base:.4f} s (the failure message's clock)", fontsize=7)
+    top.tick_params(labelsize=6.5)
+    top.set_gid("nr-zoom-message-clock")
 
 
 def plot_connection(

@@ -9,9 +9,12 @@ with ``nstat -asz`` (absolute, all zeros included, no history file touched).
 import difflib
 import json
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 
 from . import artifacts
 from .handle import Handle
+
+SNAPSHOT_SUFFIX = "-nstat.json"  # a Watch's file in the artifact folder: ``02-b-nstat.json``
 
 
 def snapshot(ns: Handle) -> dict[str, int]:
@@ -85,7 +88,7 @@ class Watch:
 
     def __exit__(self, *exc: object) -> None:
         self.delta.after = snapshot(self.ns)
-        path = artifacts.new_path(f"{self.ns.label}-nstat", ".json")
+        path = artifacts.new_path(self.ns.label, SNAPSHOT_SUFFIX)
         path.write_text(
             json.dumps(
                 {
@@ -96,3 +99,13 @@ class Watch:
                 indent=1,
             )
         )
+
+
+def moved_in(path: Path) -> dict[str, int]:
+    """The counters a :class:`Watch`'s file says moved, by name (non-zero deltas only), for a
+    failure's evidence page; empty when the file is not one (unreadable, another format)."""
+    try:
+        moved = json.loads(path.read_text())["moved"]
+        return {str(name): int(delta) for name, delta in moved.items() if int(delta)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}

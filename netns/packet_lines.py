@@ -9,13 +9,23 @@ line in tcpdump's words, outer headers first, is what the kernel developer readi
 already knows: ``IP 10.1.0.3.40000 > 10.1.0.4.8472: VXLAN, vni 1: IP 10.244.3.2 > 10.244.4.2:
 ICMP echo request, id 1, seq 1, length 64``.
 
-Captures hand out :class:`Packets` (a list whose repr is these lines, so pytest's "where"
-explanations read well) and the pytest plugin explains comparisons of packets with
-:func:`explain` (``pytest_assertrepr_compare``).
+Captures hand out :class:`Packets` (a list whose repr is these lines, one per line, so pytest's
+"where" explanations read well) and the pytest plugin explains comparisons of packets with
+:func:`explain` (``pytest_assertrepr_compare``). Both are bounded (:func:`listing`): a burst of
+thousands of packets shows its first and last ones, and how many lie between.
+
+pytest writes a value's repr on one line of its explanation (it escapes the newlines) and cuts
+it to 240 characters; :func:`readable` gives a failed assertion's text back the lines of the
+packet lists it showed, and drops the payload bytes of the scapy reprs of single packets
+(``<Raw  load=b'xxxx…' |>``), which bury the assertion under a wall of ``x``.
 """
 
+import ast
+import re
 import reprlib
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
@@ -26,6 +36,14 @@ from scapy.packet import Packet, Padding
 # scapy's TCP flag letters and tcpdump's for them, in tcpdump's order (FIN SYN RST PSH ACK URG
 # ECE CWR).
 _TCP_FLAGS = tuple(zip("FSRPAUEC", "FSRP.UEW", strict=True))
+FIRST, LAST = 8, 4  # the packets a listing shows: the first ones, then the last ones
+T = TypeVar("T")
+_EDGE = 40  # characters of a list's one-line text that pytest's cut always keeps at each end
+# The bytes of a payload (Raw, Padding) in a scapy repr, whole, or cut by pytest's "..." where
+# the literal began or ended before the cut.
+_BYTES = r"""(?:[^'"\\]|\\.)*"""
+_LOAD = re.compile(rf"""\bload=b(['"]){_BYTES}\1""")
+_CUT_LOAD = re.compile(rf"""\bload=b['"]{_BYTES}(?=\.\.\.)|(?<=\.\.\.){_BYTES}['"](?= \|>)""")
 
 
 def line(pkt: Packet) -> str:
@@ -36,6 +54,19 @@ def line(pkt: Packet) -> str:
 
 def lines(packets: Iterable[Packet]) -> list[str]:
     return [line(pkt) for pkt in packets]
+
+
+def listing(packets: Sequence[T], show: Callable[[T], str]) -> list[str]:
+    """A line per packet, bounded: the first FIRST, ``… K more``, the last LAST (all of them
+    when they fit). Only the packets shown are turned into words (*show*: a scapy packet's
+    :func:`line`, or a pcap record's)."""
+    if len(packets) <= FIRST + LAST + 1:
+        return [show(pkt) for pkt in packets]
+    return [
+        *(show(pkt) for pkt in packets[:FIRST]),
+        f"… {len(packets) - FIRST - LAST} more",
+        *(show(pkt) for pkt in packets[len(packets) - LAST :]),
+    ]
 
 
 def explain(op: str, left: object, right: object) -> list[str] | None:
@@ -53,8 +84,34 @@ def explain(op: str, left: object, right: object) -> list[str] | None:
             explanation.append(f"{name}: {reprlib.repr(value)}")
         else:
             explanation.append(f"{name}: {_count(found)}")
-            explanation += [f"  {text}" for text in lines(found)]
+            explanation += [f"  {text}" for text in listing(found, line)]
     return explanation
+
+
+def readable(text: str) -> str:
+    """A failed assertion's *text* as pytest wrote it, with the packet lists it showed back on
+    lines of their own, and the scapy reprs of single packets without their payload bytes
+    (``load=<200 bytes>``). Packet lists are the :class:`Packets` whose repr was asked for
+    since :func:`forget`: pytest asks for them while it writes the failure, and its text cannot
+    be parsed back (a line holds ``>``, and a long value loses its middle to ``...``)."""
+    for shown in dict.fromkeys(_shown):
+        flat = shown.replace("\n", "\\n")
+        unfolded = shown.replace("\n", "\n    ")
+        if flat in text:
+            text = text.replace(flat, unfolded)
+        elif len(flat) > 2 * _EDGE:
+            head, tail = re.escape(flat[:_EDGE]), re.escape(flat[-_EDGE:])
+            text = re.sub(f"{head}.*?{tail}", unfolded.replace("\\", r"\\"), text)
+    text = _LOAD.sub(lambda m: f"load=<{len(ast.literal_eval(m[0][5:]))} bytes>", text)
+    return _CUT_LOAD.sub(lambda m: "load=<bytes>" if m[0].startswith("load=") else "", text)
+
+
+def forget() -> None:
+    """A new test: the packet lists an earlier one showed are not this one's."""
+    _shown.clear()
+
+
+_shown: deque[str] = deque(maxlen=16)  # the reprs of the latest packet lists, for readable()
 
 
 def _packet_list(value: object) -> list[Packet] | None:
@@ -87,7 +144,13 @@ class Packets(list[Packet]):
         return Packets(pkt for pkt in self if predicate(pkt))
 
     def __repr__(self) -> str:
-        return f"<{_count(self)}: {'; '.join(lines(self))}>" if self else "[]"
+        """``<3 packets:`` and a line per packet (:func:`listing`), ``>`` on a line of its own
+        (where the list ends, for :func:`readable`: a tcpdump line holds ``>`` too)."""
+        if not self:
+            return "[]"
+        text = "\n".join([f"<{_count(self)}:", *(f"  {text}" for text in listing(self, line)), ">"])
+        _shown.append(text)
+        return text
 
 
 def _from(layer: Packet) -> str:

@@ -153,6 +153,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     folder = _artifact_dir(item)
     shutil.rmtree(folder, ignore_errors=True)
     artifacts.set_current(folder)
+    if _PACKET_LINES in sys.modules:
+        from .packet_lines import forget
+
+        forget()
     for mark in item.iter_markers("needs_root"):
         reason = privilege.initial_root_reason(str(mark.args[0]) if mark.args else "root-only")
         if reason:
@@ -168,7 +172,8 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Turn FeatureMissing into a skip and NotPrivileged into its message alone; keep
-    artifacts of failures, drop the rest."""
+    artifacts of failures, drop the rest; a failed assertion's text lists packets a line each."""
+    _readable_assertion(call)
     report: pytest.TestReport = yield
     if call.excinfo is not None and call.excinfo.errisinstance(FeatureMissing):
         report.outcome = "skipped"
@@ -185,6 +190,21 @@ def pytest_runtest_makereport(
     elif report.failed and folder.exists() and any(folder.iterdir()):
         report.sections.append(("netregress artifacts", f"pcaps and counters kept in {folder}"))
     return report
+
+
+_PACKET_LINES = "netns.packet_lines"  # imported by what captured; without it, no packets
+
+
+def _readable_assertion(call: pytest.CallInfo[None]) -> None:
+    """Before pytest writes the report: the packet lists the failed assertion showed on lines
+    of their own, no scapy payload bytes (:func:`netns.packet_lines.readable`)."""
+    error = None if call.excinfo is None else call.excinfo.value
+    if not isinstance(error, AssertionError) or _PACKET_LINES not in sys.modules:
+        return
+    from .packet_lines import readable
+
+    if error.args and isinstance(error.args[0], str):
+        error.args = (readable(error.args[0]), *error.args[1:])
 
 
 def pytest_assertrepr_compare(op: str, left: object, right: object) -> list[str] | None:

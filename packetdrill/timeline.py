@@ -26,13 +26,17 @@ class _Anchored(Protocol):
     start: int
     end: int | None
     earliest: int
+    base: int
 
 
 @dataclass(frozen=True)
 class ExpectedEvent:
     """One script event; times are script seconds. `window_start`..`window_end` is when the
     run would have accepted it: the early edge with the base tolerance, the late edge with
-    the base tolerance plus the run's late slack (:class:`.tolerance.Tolerance`)."""
+    the base tolerance plus the run's late slack (:class:`.tolerance.Tolerance`). `base`, for
+    a relative time (``+0.01``), is the instant it counts from: a timing error says
+    ``+0.010~+0.020 sec``, in that clock, and a plot in script time needs it to say the same.
+    """
 
     line: int
     kind: str  # "inbound packet", "outbound packet", "system call start" …
@@ -45,6 +49,7 @@ class ExpectedEvent:
     seq: int | None = None
     seq_end: int | None = None
     ack: int | None = None
+    base: float | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,7 @@ def _expected(event: Event, timed: _Anchored, prev: int | None, cfg: "Config") -
         window_start=first / 1e6,
         window_end=last / 1e6,
         any_time=event.time.any_time,
+        base=timed.base / 1e6 if event.time.relative else None,
     )
     action = event.action
     if isinstance(action, PacketEvent) and isinstance(action.l4, TcpSpec):

@@ -86,8 +86,31 @@ def test_a_comparison_lists_every_packet_and_the_other_side() -> None:
         "right: []",
     ]
     assert explain("==", [1, 2], []) is None
-    assert repr(pkts) == f"<1 packet: IP {A} > {B}: ICMP echo request, id 7, seq 1, length 64>"
+    assert repr(pkts) == f"<1 packet:\n  IP {A} > {B}: ICMP echo request, id 7, seq 1, length 64\n>"
     assert repr(Packets()) == "[]"
+
+
+def datagrams(count: int) -> Packets:
+    return Packets(
+        wire(Ether() / IP(src=A, dst=B) / UDP(sport=seq, dport=9) / Raw(b"x" * 200))
+        for seq in range(1, count + 1)
+    )
+
+
+def test_a_long_list_shows_its_first_and_last_packets_a_line_each() -> None:
+    """A burst is bounded: the first 8, how many between, the last 4; each on its line."""
+    expected = [
+        "<20 packets:",
+        *(f"  IP {A}.{seq} > {B}.9: UDP, length 200" for seq in range(1, 9)),
+        "  … 8 more",
+        *(f"  IP {A}.{seq} > {B}.9: UDP, length 200" for seq in range(17, 21)),
+        ">",
+    ]
+    assert repr(datagrams(20)).split("\n") == expected
+    assert explain("==", datagrams(20), [])[2:-1] == [
+        line.strip() and f"  {line.strip()}" for line in expected[1:-1]
+    ]
+    assert len(repr(datagrams(13)).split("\n")) == 15  # 13 fit: no "… 1 more" for one line
 
 
 def test_filtered_captures_stay_lines_in_a_failing_assert(pytester: pytest.Pytester) -> None:
@@ -110,6 +133,57 @@ def test_filtered_captures_stay_lines_in_a_failing_assert(pytester: pytest.Pytes
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        [f"*where 1 = len(<1 packet: IP {A} > {B}: ICMP echo request, id 7, seq 1, length 64>)"]
+        [
+            "*where 1 = len(<1 packet:",
+            f"E  * IP {A} > {B}: ICMP echo request, id 7, seq 1, length 64",
+            "E  *>)",
+        ]
     )
     assert "<Ether" not in result.stdout.str()
+
+
+def test_a_failure_lists_packets_a_line_each_and_no_payload_bytes(
+    pytester: pytest.Pytester,
+) -> None:
+    """pytest writes a value's repr on one line, cut to 240 characters: the failure text gets
+    the list's lines back, whole, and a single packet's scapy repr loses its payload bytes
+    (200 x's), not the fields the assertion is about."""
+    pytester.makepyfile(
+        test_burst=f"""
+        from scapy.layers.inet import IP, UDP
+        from scapy.layers.l2 import Ether
+        from scapy.packet import Raw
+        from netns.packet_lines import Packets
+
+        def burst():
+            frames = (
+                Ether() / IP(src="{A}", dst="{B}") / UDP(sport=s, dport=9) / Raw(b"x" * 200)
+                for s in range(1, 21)
+            )
+            return Packets(Ether(bytes(frame)) for frame in frames)
+
+        def test_count():
+            datagrams = burst().where(lambda p: UDP in p)
+            assert len(datagrams) == 21
+
+        def test_ttl():
+            for pkt in burst():
+                assert pkt[IP].ttl == 1
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*where 20 = len(<20 packets:",
+            *(f"E  * IP {A}.{seq} > {B}.9: UDP, length 200" for seq in range(1, 9)),
+            "E  * … 8 more",
+            *(f"E  * IP {A}.{seq} > {B}.9: UDP, length 200" for seq in range(17, 21)),
+            "E  *>)",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*where 64 = <IP  version=4 *"])
+    assert "xxxx" not in result.stdout.str()
+    result = pytester.runpytest("-p", "no:cacheprovider", "-vv", "-k", "ttl")
+    result.stdout.fnmatch_lines(["*where 64 = <IP  version=4 *|<Raw  load=<200 bytes> |>>>.ttl"])
+    assert "xxxx" not in result.stdout.str()

@@ -139,3 +139,43 @@ def test_an_upstream_binary_is_named_with_its_digest_and_a_forced_slack_with_its
     assert env["packetdrill engine"] == f"upstream binary {binary} (sha256 {digest}…)"
     assert "late-side timing slack +8.0 ms (--tolerance-scale=3)" in env["packetdrill timing"]
     assert "packetdrill slack used" not in env  # no script ran
+
+
+def test_a_python_cases_evidence_names_the_counters_that_moved_and_lists_its_packets(
+    tmp_path: Path,
+) -> None:
+    """What a Python case leaves (a pcap, a counter snapshot) reads on the page in words: the
+    non-zero deltas by name, and the packets a tcpdump-like line each, bounded, without a
+    byte of payload."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+    from scapy.utils import wrpcap
+
+    from evidence.page import evidence_html
+    from netns.counters import SNAPSHOT_SUFFIX, Delta
+
+    frames = [
+        Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=port, dport=9) / Raw(b"x" * 200)
+        for port in range(1, 31)
+    ]
+    for index, frame in enumerate(frames):
+        frame.time = 100 + index * 0.001
+    wrpcap(str(tmp_path / "01-b-eth0.pcap"), frames)
+    delta = Delta(
+        {"UdpNoPorts": 5, "IpInReceives": 0, "TcpInSegs": 7},
+        {"UdpNoPorts": 35, "IpInReceives": 30, "TcpInSegs": 7},
+    )
+    snapshot = {"moved": delta.nonzero(), "before": delta.before, "after": delta.after}
+    (tmp_path / f"02-b{SNAPSHOT_SUFFIX}").write_text(json.dumps(snapshot))
+
+    page = html.unescape(evidence_html(tmp_path, "assert 30 == 31", tmp_path))
+    counters = re.search(r"counters moved in 02-b-nstat.json:</p><pre>(.*?)</pre>", page, re.S)
+    assert counters and counters.group(1).split("\n") == ["UdpNoPorts    +30", "IpInReceives  +30"]
+    packets = re.search(r"packets in 01-b-eth0.pcap:</p><pre>(.*?)</pre>", page, re.S)
+    assert packets
+    lines = packets.group(1).split("\n")
+    assert lines[0] == "0.000000 IP 10.0.0.1.1 > 10.0.0.2.9: UDP, length 200"
+    assert lines[8] == "… 18 more" and len(lines) == 13
+    assert lines[-1] == "0.029000 IP 10.0.0.1.30 > 10.0.0.2.9: UDP, length 200"
+    assert "xxxx" not in page

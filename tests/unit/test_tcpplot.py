@@ -10,6 +10,7 @@ test_html_report.py.
 """
 
 import itertools
+from dataclasses import replace
 
 import pytest
 from matplotlib.axes import Axes
@@ -184,3 +185,25 @@ def test_labels_with_room_keep_their_own_names(
         assert sorted(p.text for p in layout.placed) == texts
     else:  # eight on one spot: six spots around it, so some share a label
         assert len(layout.placed) < len(anchors) and not layout.thinned
+
+
+def test_the_zoom_names_a_relative_window_in_the_failure_messages_clock_too() -> None:
+    """A timing error says ``+0.010~+0.020 sec``, counted from the instant the previous event
+    was done; the plot counts from script time 0. The zoom says both, and its top axis reads
+    the message's clock (the window is the script's range, before any tolerance)."""
+    conn, timeline = burst()
+    failing = next(e for e in timeline.events if e.line == SHORT_LINE)
+    base = failing.start - 0.010
+    relative = replace(failing, end=failing.start + 0.010, base=base)
+    timeline = replace(timeline, events=[relative if e is failing else e for e in timeline.events])
+    fig = connection_figure(conn, 0.0, "burst", timeline, failed_line=SHORT_LINE)
+    _, zoom_ax = fig.axes
+    title = zoom_ax.get_title()
+    assert (
+        f"line {SHORT_LINE}: +0.010~+0.020 s after {base:.4f} s = "
+        f"{failing.start:.4f}~{failing.start + 0.010:.4f} s"
+    ) in title
+    (top,) = [ax for ax in zoom_ax.child_axes if ax.get_gid() == "nr-zoom-message-clock"]
+    FigureCanvasAgg(fig).draw()
+    assert top.get_xlim() == pytest.approx(tuple(x - base for x in zoom_ax.get_xlim()))
+    assert "the failure message's clock" in top.get_xlabel()
