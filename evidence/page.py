@@ -29,11 +29,14 @@ MAX_PLOTTED_PCAPS = 4
 
 
 def failed_script_line(pcap: Path, message: str) -> int | None:
-    """The script line a packetdrill failure names (``script.pkt:24: ...``), if any."""
+    """The script line a packetdrill failure names (``script.pkt:24: ...``), if any. By the
+    script's file name: the failure names it relative to where pytest was started, the
+    timeline by the path the engine was given."""
     timeline = read_timeline(pcap)
     if timeline is None:
         return None
-    found = re.search(re.escape(timeline.script) + r":(\d+):", message)
+    name = re.escape(Path(timeline.script).name)
+    found = re.search(rf"(?:^|/){name}:(\d+):", message, re.MULTILINE)
     return int(found.group(1)) if found else None
 
 

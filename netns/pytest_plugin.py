@@ -25,13 +25,14 @@ import pytest
 from netregress.errors import NetregressError
 from netregress.session import ARTIFACTS_ROOT, folder_name, vm_kernel
 
-from . import artifacts, features, privilege
+from . import artifacts, features, privilege, selection, summary
 from .errors import FeatureMissing, NotPrivileged
 from .namespace import Namespace
 from .readiness import ready
 from .topology import Network, Topology, build, shapes
 
 _FAILED_KEY = pytest.StashKey[bool]()  # a phase of the test failed: keep its artifacts
+_FINISHED = pytest.StashKey[bool]()  # the controller's session ran to its end
 _REPORT_FEATURES = ("veth", "bridge", "vxlan", "tun", "dummy", "ipip", "gre", "netem")
 # The subsystem markers: the part of the stack a regression in a test would sit in, so a kernel
 # developer runs what their patch touches (`pytest -m tunnel`). Every case and every .pkt item
@@ -55,8 +56,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--summary",
         choices=("all", "problems", "none"),
         default="all",
-        help="the per-case summary at the end: every case (default), only "
-        "failures and skips, or none",
+        help="the summary at the end: every case (default; skips grouped by reason, the "
+        "broken variants that failed as they must counted in one line), only failures, errors "
+        "and skips, or none",
     )
     group.addoption(
         "--record-skips",
@@ -104,12 +106,32 @@ def pytest_configure(config: pytest.Config) -> None:
     # (a folder of demo scripts) must not fill a docs folder with pcaps. scripts/netregress
     # starts pytest in the checkout, so its runs still keep them in the checkout's artifacts/.
     worker = getattr(config, "workerinput", None)
+    _set_run_dir(config, worker["testrunuid"] if worker else None)
+
+
+def _set_run_dir(config: pytest.Config, testrunuid: str | None) -> None:
+    """The run's evidence folder: --artifacts-dir, else artifacts/ plus xdist's run id (or
+    this process's, without xdist)."""
     run_dir = config.getoption("--artifacts-dir") or os.path.join(
         str(config.invocation_params.dir),
         "artifacts",
-        worker["testrunuid"][:8] if worker else f"run-{os.getpid()}",
+        testrunuid[:8] if testrunuid else f"run-{os.getpid()}",
     )
     config.stash[ARTIFACTS_ROOT] = Path(run_dir)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist's controller: its workers' folder is the run's, which the last line names."""
+    _set_run_dir(node.config, node.workerinput["testrunuid"])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A bad ``-m``/``-k`` is a usage error here, before xdist starts a worker (its
+    ``pytest_sessionstart`` runs last): netns/selection.py."""
+    if not hasattr(session.config, "workerinput"):
+        selection.check(session.config, SUBSYSTEMS)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -218,27 +240,7 @@ def pytest_assertrepr_compare(op: str, left: object, right: object) -> list[str]
     return explain(op, left, right)
 
 
-_OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 _WORST_FIRST = ("error", "failed", "xpassed", "xfailed", "skipped", "passed")
-
-
-def _rows(stats: dict[str, list[Any]], outcomes: tuple[str, ...]) -> list[tuple[str, str, str]]:
-    """(node id, outcome, reason) per report: skips with their precise reason, xfails with
-    theirs; a pass counts from its call phase only."""
-    rows: list[tuple[str, str, str]] = []
-    for outcome in outcomes:
-        for rep in stats.get(outcome, []):
-            if not isinstance(rep, pytest.TestReport):
-                continue
-            if outcome == "passed" and rep.when != "call":
-                continue
-            reason = ""
-            if outcome == "skipped" and isinstance(rep.longrepr, tuple):
-                reason = rep.longrepr[2].removeprefix("Skipped: ")
-            elif outcome == "xfailed":
-                reason = getattr(rep, "wasxfail", "")
-            rows.append((rep.nodeid, outcome, reason))
-    return rows
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -247,30 +249,48 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if hasattr(config, "workerinput") or reporter is None:
         return
+    config.stash[_FINISHED] = True
     if path := config.getoption("--record-skips"):
-        ids = sorted({nodeid for nodeid, _, _ in _rows(reporter.stats, ("skipped",))})
+        ids = sorted({nodeid for nodeid, _, _ in summary.rows(reporter.stats, ("skipped",))})
         Path(path).write_text("".join(f"{nodeid}\n" for nodeid in ids))
     if path := config.getoption("--record-verdicts"):
         verdicts: dict[str, dict[str, str]] = {}
-        for nodeid, outcome, reason in _rows(reporter.stats, _WORST_FIRST):
+        for nodeid, outcome, reason in summary.rows(reporter.stats, _WORST_FIRST):
             verdicts.setdefault(nodeid, {"outcome": outcome, "reason": reason})
         Path(path).write_text(json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """One line per case: outcome, and for skips the precise reason, then the kernel."""
-    mode = terminalreporter.config.getoption("--summary")
+    """The netregress summary (netns/summary.py), then the kernel it ran on."""
+    config = terminalreporter.config
+    mode = config.getoption("--summary")
     if mode == "none":
         return
-    rows = _rows(terminalreporter.stats, _OUTCOMES[1:] if mode == "problems" else _OUTCOMES)
-    if not rows:
+    found = summary.summary_rows(config, terminalreporter.stats, summary.OUTCOMES)
+    if mode == "problems":  # and the count of proofs, which explains pytest's "N xfailed"
+        found = [row for row in found if row.outcome in summary.PROBLEMS or row.proof]
+    text = summary.lines(found)
+    if not text:
         return
-    target = vm_kernel(terminalreporter.config)
+    target = vm_kernel(config)
     where = f"{target.name}, in a VM" if target else platform.release()
     terminalreporter.section(f"netregress summary (kernel {where})")
-    width = min(max(len(r[0]) for r in rows), 90)
-    for nodeid, outcome, reason in sorted(rows):
-        terminalreporter.write_line(f"{outcome.upper():8} {nodeid:{width}} {reason}".rstrip())
+    for line in text:
+        terminalreporter.write_line(line)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's last line, after pytest's count: the HTML page to open (--html) and the
+    folder of the failures' pcaps, so a first run ends saying where to look."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or not config.stash.get(_FINISHED, False):
+        return  # a worker, or a session that never ran (a usage error): no page was written
+    html = getattr(config.option, "htmlpath", None)
+    line = summary.artifacts_line(
+        config.invocation_params.dir, html, config.stash.get(ARTIFACTS_ROOT, None)
+    )
+    if line:
+        reporter.write_line(line)
 
 
 # --- fixtures ----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from netregress.errors import NetregressError, run_cli
 REPO = Path(__file__).resolve().parents[1]
 CASES = "tests/cases"
 WORKERS = "2"
+REPORT = "artifacts/report.html"  # pytest-html's page, as scripts/test writes it
 
 
 def parser() -> argparse.ArgumentParser:
@@ -48,11 +49,25 @@ def command(words: list[str]) -> list[str]:
     """The pytest command line for the user's words; through netns.rootless unless root.
 
     ``-rfE``, not ``-rfEs``: the netregress summary (netns/pytest_plugin.py) already lists
-    every skip with its reason, so pytest's own list would show each one twice."""
+    every skip with its reason, so pytest's own list would show each one twice. A run leaves
+    a page to open, :data:`REPORT` (its last line says where), unless the user named another
+    with ``--html`` or only collects (a ``--co`` would replace the last run's page with an
+    empty one). pytest's parser takes no abbreviation of a long option, so these words are
+    its only spellings."""
     pytest = [sys.executable, "-m", "pytest", "-n", WORKERS, "-rfE", "-o", f"testpaths={CASES}"]
+    if not any(
+        word in ("--co", "--collect-only") or word.partition("=")[0] == "--html"
+        for word in _options(words)
+    ):
+        pytest += ["--html", REPORT, "--self-contained-html"]
     if os.geteuid() == 0:
         return [*pytest, *words]
     return [sys.executable, "-m", "netns.rootless", "--", *pytest, *words]
+
+
+def _options(words: list[str]) -> list[str]:
+    """The words before the first ``--``: after it, pytest takes every word for a path."""
+    return words[: words.index("--")] if "--" in words else words
 
 
 def _help() -> int:
@@ -90,9 +105,10 @@ def _run(words: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Our options count before the first ``--`` only; after it every word is pytest's."""
+    """Our options count before the first ``--`` only (:func:`_options`); after it every word
+    is pytest's."""
     words = sys.argv[1:] if argv is None else argv
-    ours = set(words[: words.index("--")] if "--" in words else words)
+    ours = set(_options(words))
     if ours & {"-h", "--help"}:
         return run_cli("netregress", _help)
     if "--version" in ours:

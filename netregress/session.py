@@ -23,6 +23,10 @@ import pytest
 # The user properties a report carries across processes (an xdist worker, a VM guest, JUnit).
 ARTIFACTS_PROPERTY = "artifacts"  # the guest's evidence folder of a replayed report
 KERNEL_PROPERTY = "kernel"  # the kernel a replayed report ran on
+# A report attribute (it travels from an xdist worker with the report, as pytest's `wasxfail`
+# does): a broken variant (netns/variants.py) failed exactly as its xfail mark says, proving
+# its case's oracle; the summary counts these apart from other xfails.
+ORACLE_PROVED = "netregress_oracle_proved"
 
 
 @dataclass(frozen=True)

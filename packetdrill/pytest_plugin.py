@@ -25,6 +25,7 @@ xfail saying timing is not checkable on this machine (docs/timing-tolerance.md).
 import contextlib
 import hashlib
 import importlib.metadata
+import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -661,15 +662,21 @@ class PktItem(pytest.Item):
         if result.pcap:
             Path(result.pcap).unlink(missing_ok=True)
 
-    @staticmethod
-    def describe(result: RunResult) -> str:
+    def describe(self, result: RunResult) -> str:
         """The run's own diagnostic, then where to look next. The diagnostic already holds the
         ``script packet:`` and ``actual packet:`` lines of a sniffed packet (both engines
         print them, as packetdrill does), so they are not repeated. What else the run wrote to
         stderr is kept (its last lines): a failed code block's traceback ends there with the
         value its assertion printed (``AssertionError: 25733``), which the diagnostic itself,
-        ``error executing code``, does not name, nor does upstream's."""
-        parts = [result.message or f"exit status {result.exit_status}"]
+        ``error executing code``, does not name, nor does upstream's.
+
+        A script below where pytest was started is named relative to it, as its node id is:
+        the first line is what pytest's short summary keeps of a failure, cut at the
+        terminal's width, and an absolute path used that width up before the error began."""
+        shown = os.path.relpath(self.path, self.config.invocation_params.dir)
+        shown = str(self.path) if shown.startswith("..") else shown
+        message = result.message.replace(f"{self.path}:", f"{shown}:")
+        parts = [message or f"exit status {result.exit_status}"]
         if result.line is not None:
             parts.append(f"script line: {result.line}")
         if result.pcap and Path(result.pcap).exists():

@@ -84,13 +84,27 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_CORPUS] = (
             None if given is None else (Corpus(Path(given[0]), given[1], given[2]), given[3])
         )
+        _register_new_features(config)
         return
     try:
         config.stash[_CORPUS] = _resolve(config)
     except KernelsError as exc:
         raise pytest.UsageError(f"{OPTION}: {exc}") from None
+    _register_new_features(config)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_ToWorkers(), "netregress-kernel-pkt-corpus-xdist")
+
+
+def _register_new_features(config: pytest.Config) -> None:
+    """Register the feature names of the corpus's scripts that FEATURES does not know yet
+    (a newer kernel's), now and not while collecting: `-m newthing` is checked against the
+    registered markers before any collection (netns/selection.py)."""
+    chosen = chosen_corpus(config)
+    if chosen is None:
+        return
+    new = {f for script in chosen[0].path.glob("*.pkt") for f in features_of(script.name)}
+    for feature in sorted(new - FEATURES.keys()):
+        config.addinivalue_line("markers", f"{feature}: {UNKNOWN}")
 
 
 def _resolve(config: pytest.Config) -> tuple[Corpus, str] | None:
@@ -193,9 +207,7 @@ class CorpusScript(PktFile):
         self.settings: list[str] = []  # knob=value its init commands set (needs.py)
         self.add_marker("tcp")
         for feature in features_of(self.path.name):
-            if feature not in FEATURES:
-                self.config.addinivalue_line("markers", f"{feature}: {UNKNOWN}")
-            self.add_marker(feature)
+            self.add_marker(feature)  # registered at configure (_register_new_features)
 
     def collect(self) -> Iterator[pytest.Item]:
         if self.plan.refused or self.plan.skipped:

@@ -182,7 +182,7 @@ def test_netregress_lists_a_skip_once(tmp_path: Path, opted_in: None) -> None:
         "import pytest\n\n\ndef test_one():\n    pytest.skip('no such feature here')\n"
     )
     argv = [sys.executable, "-m", "netregress.cli", "-n", "0", "-p", "no:cacheprovider",
-            str(tmp_path / "test_skip.py")]  # fmt: skip
+            f"--html={tmp_path / 'report.html'}", str(tmp_path / "test_skip.py")]  # fmt: skip
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("no such feature here") == 1, done.stdout
