@@ -17,10 +17,12 @@ from kernels.errors import KernelsError
 from kernels.mutation import archive
 from kernels.mutation.__main__ import main
 from kernels.mutation.areas import area_of_file, area_of_title
-from kernels.mutation.candidates import Range, likeliest, render
+from kernels.mutation.campaign import Record
+from kernels.mutation.candidates import SHAPE, Range, likeliest, render
 from kernels.mutation.changelog import range_entries
 from kernels.mutation.hunks import check_applies, groups, parse, patch_text, run_diff
 from kernels.mutation.mutant import read_mutant
+from kernels.mutation.report import markdown
 
 PACKAGE = "linux-source-9.9"
 OLD, NEW = "9.9.1-1~deb12u1", "9.9.3-1~deb12u1"
@@ -343,3 +345,10 @@ def test_a_broken_download_is_named_and_removed(
     deb.write_bytes(deb.read_bytes()[: deb.stat().st_size // 2])
     assert main(["mine", PACKAGE, OLD, NEW, "--output", str(cached / "out")]) == 2
     assert "removed it: run again" in capsys.readouterr().err and not deb.exists()
+
+
+def test_the_report_names_the_upstream_change_a_mined_mutant_reverts() -> None:
+    record = Record(name="tcp-01-x", behaviour="An ACK is taken as new.", subsystem="tcp",
+                    shape=SHAPE, key="k", outcome="survived", upstream="tcp: fix x",
+                    range=f"{OLD}..{NEW}")  # fmt: skip
+    assert f"An ACK is taken as new. Upstream: tcp: fix x ({OLD}..{NEW})." in markdown([record], 0)
