@@ -5,6 +5,8 @@ the suite catches.
 Each mutant is built into the source's one shared build dir (incremental), booted under QEMU
 and run with the selection; the unpatched control runs first and must be clean. The verdicts
 and the score go to OUT/mutants.{md,json,html}; run the same command again to resume.
+`scripts/mutants mine …` writes candidate mutants from real stable fixes instead
+(kernels/mutation/mine.py).
 """
 
 import argparse
@@ -21,6 +23,7 @@ from kernels.acquire.from_source.source import debian_source
 from kernels.bisect.vmtest import run_tests
 from kernels.errors import KernelsError
 from kernels.matrix.runner import KernelRun
+from kernels.mutation import mine
 from kernels.mutation.campaign import Campaign, run_campaign
 from kernels.mutation.mutant import Mutant, read_revert, read_set
 from kernels.mutation.report import combine, load, score, write
@@ -41,7 +44,9 @@ def parser() -> argparse.ArgumentParser:
         prog="scripts/mutants",
         description=__doc__.split("\n\n")[0].replace("\n", " ") if __doc__ else None,
         epilog="Example: scripts/mutants --only tunnel- -- tests/cases -m tunnel. "
-        "Equivalent or unobservable survivors say why in their file's 'Survivor:' line.",
+        "Equivalent or unobservable survivors say why in their file's 'Survivor:' line. "
+        "'scripts/mutants mine PACKAGE OLD NEW' writes candidate mutants from the stable fixes "
+        "between two Debian source packages (scripts/mutants mine --help).",
     )
     cli.add_argument(
         "--debian", default="linux-source-6.1", metavar="PACKAGE",
@@ -180,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _interrupt)
     given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["mine"]:
+        words = mine.parser().parse_args(given[1:])
+        return run_cli("mutants mine", lambda: mine.mine(words))
     cut = given.index("--") if "--" in given else len(given)
     args = parser().parse_args(given[:cut])
     args.selection = given[cut + 1 :]

@@ -63,6 +63,8 @@ class Record:
     survivor: str = ""  # the file's `Survivor:` line: why a survivor is equivalent / unobservable
     selection: list[str] = field(default_factory=list)  # the pytest arguments it ran
     suite: str = ""  # suite_print() when it was measured
+    upstream: str = ""  # a mined mutant's `Upstream:` line: the real change it reverts
+    range: str = ""  # a mined mutant's `Range:` line: the two versions it was mined from
 
     @classmethod
     def load(cls, path: Path) -> "Record":
@@ -129,6 +131,8 @@ def _record(mutant: Mutant | None, key: str, verdict: Verdict, built: BuiltKerne
         build_seconds=round(built.seconds, 1) if built else 0.0,
         run_seconds=round(run.total_seconds, 1) if run else 0.0,
         survivor=mutant.survivor if mutant else "",
+        upstream=mutant.upstream if mutant else "",
+        range=mutant.range if mutant else "",
     )
 
 

@@ -6,7 +6,10 @@ change it makes, and ``patch`` ignores the prose before the first ``--- a/`` lin
 applies as it is with the build machinery's own patch handling. The first line says, in one
 sentence, which behaviour it breaks; ``Key: value`` lines after it (``Subsystem``,
 ``Regression shape``) sort it in the report. A real fix given with ``--revert`` is a mutant
-too: its reverse puts the bug back ("does my new test fail without my fix?").
+too: its reverse puts the bug back ("does my new test fail without my fix?"). A mutant mined
+from two Debian packages (`scripts/mutants mine`) also says which upstream change it reverts
+(`Upstream:`) and between which versions it was found (`Range: OLD..NEW`); it is read only
+once a person has named that change and written line 1.
 """
 
 import hashlib
@@ -18,6 +21,7 @@ from kernels.acquire.from_source.patches import Patch
 from kernels.errors import KernelsError
 
 _HEADER = re.compile(r"^([A-Z][A-Za-z -]*):\s*(.+)$")
+_UNCONFIRMED = re.compile(r"^(?:TO CONFIRM:|Upstream:\s*$)", re.MULTILINE)
 _SUBJECT = re.compile(r"^Subject:\s*(?:\[[^]]*\]\s*)?(.+)$", re.MULTILINE)
 UNSORTED = "unsorted"
 
@@ -32,6 +36,8 @@ class Mutant:
     shape: str
     patch: Patch
     survivor: str = ""  # `Survivor:` head line: "equivalent: why" or "not observable: why"
+    upstream: str = ""  # `Upstream:` head line of a mined mutant: the change it reverts
+    range: str = ""  # `Range:` head line of a mined mutant: OLD..NEW
 
     @property
     def diff(self) -> str:
@@ -62,6 +68,13 @@ def read_mutant(path: Path) -> Mutant:
             f"(found {first[:60]!r}); the diff follows the prose"
         )
     headers = _headers(lines[1:])
+    head = "\n".join(lines[: lines.index("")] if "" in lines else lines)
+    if "range" in headers and _UNCONFIRMED.search(head):
+        raise KernelsError(
+            f"{path}: a mined candidate not yet confirmed: write line 1 (the behaviour it "
+            "breaks) and the Upstream: line (the change it reverts, one of the titles "
+            "proposed below it)"
+        )
     return Mutant(
         name=path.stem,
         behaviour=first,
@@ -69,6 +82,8 @@ def read_mutant(path: Path) -> Mutant:
         shape=headers.get("regression shape", ""),
         patch=patch,
         survivor=headers.get("survivor", ""),
+        upstream=headers.get("upstream", ""),
+        range=headers.get("range", ""),
     )
 
 

@@ -144,8 +144,9 @@ def markdown(records: list[Record], wall: float, before: Score | None = None) ->
             how = (how + "; " if how else "") + r.reason
         if r.outcome == "survived":
             how = r.survivor or "**unexplained survivor**"
+        breaks = r.behaviour + (f" Upstream: {r.upstream} ({r.range})." if r.upstream else "")
         lines.append(
-            f"| {r.name} | {_cell(r.behaviour)} | {r.outcome} | {_cell(how)} | "
+            f"| {r.name} | {_cell(breaks)} | {r.outcome} | {_cell(how)} | "
             f"{r.build_seconds:.0f} | {r.run_seconds:.0f} |"
         )
     return "\n".join(lines) + "\n"
