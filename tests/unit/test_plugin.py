@@ -144,8 +144,14 @@ def test_a_failed_assertion_about_captured_packets_shows_one_line_per_packet(
     )
     result.stdout.fnmatch_lines(
         [
-            f"E        +  where 2 = len(<2 packets: {request}; {reply}>)",
-            "E        +    where <2 packets: *> = <capture on eth0 in *-b-* (icmp)>.packets",
+            "E        +  where 2 = len(<2 packets:",
+            f"E             {request}",
+            f"E             {reply}",
+            "E           >)",
+            "E        +    where <2 packets:",
+            f"E             {request}",
+            f"E             {reply}",
+            "E           > = <capture on eth0 in *-b-* (icmp)>.packets",
         ]
     )
     assert "<Ether" not in result.stdout.str()
