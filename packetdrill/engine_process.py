@@ -41,13 +41,16 @@ import tempfile
 import threading
 from pathlib import Path
 
+from netregress import spans
 from netregress.process import Process
-from netregress.spans import span
 
 from .loader import CliOptions
 from .netenv import ChildRun
 
 _PROGRAMS = Path(__file__).resolve().parent / "programs"
+# Counted with the spans, though CPU seconds and not wall time: what the runs forked from a
+# server used (their runner's accounting of its own children never sees them).
+ENGINE_CPU = "engine-cpu"
 
 
 def engine_command() -> list[str]:
@@ -140,7 +143,7 @@ def run(script: str, options: CliOptions, result_json: str, cwd: str, timeout: f
         request = {"script": script, "options": options, "result_json": result_json,
                    "cwd": cwd, "env": env, "stdout": str(out), "stderr": str(err),
                    "timeout": timeout}  # fmt: skip
-        with span("engine-start"):
+        with spans.span("engine-start"):
             server = _server(env)
             try:
                 server.request(request)
@@ -154,8 +157,10 @@ def run(script: str, options: CliOptions, result_json: str, cwd: str, timeout: f
             server.stop()
             _RUNNER.server = None
             raise
-        status = ended["status"]
+        status, cpu = ended["status"], ended.get("cpu")
         assert isinstance(status, int)
+        if isinstance(cpu, int | float):
+            spans.add(ENGINE_CPU, cpu)
         return ChildRun(status, _text(out), _text(err), ended.get("timed_out") is True)
 
 

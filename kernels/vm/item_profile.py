@@ -19,6 +19,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packetdrill.engine_process import ENGINE_CPU
+
 # The kinds of work a test's protocol counts directly (the others are inside these).
 OUTER = ("namespaces", "sysctls", "topology", "commands", "tcpdump-start", "tcpdump-stop",
          "pcap-parse", "engine-start", "engine-run")  # fmt: skip
@@ -88,6 +90,7 @@ def by_kind(entries: list[dict[str, object]]) -> list[Kind]:
 def rows(kinds: list[Kind]) -> list[tuple[str, list[float]]]:
     """Mean seconds per test, one row per figure, one value per kind."""
     spans = sorted({key[5:] for kind in kinds for key in kind.sums if key.startswith("span:")})
+    spans = [name for name in spans if name != ENGINE_CPU]
     outer = [name for name in OUTER if name in spans]
     inner = [name for name in spans if name not in OUTER]
     table: list[tuple[str, list[float]]] = [
@@ -101,6 +104,7 @@ def rows(kinds: list[Kind]) -> list[tuple[str, list[float]]]:
         ]),
         ("CPU: pytest's process", [kind.mean("cpu") for kind in kinds]),
         ("CPU: its children (ended)", [kind.mean("children_cpu") for kind in kinds]),
+        ("CPU: the engine's forked runs", [kind.mean(f"span:{ENGINE_CPU}") for kind in kinds]),
     ]  # fmt: skip
     for name in outer:
         table.append((f"{name}", [kind.mean(f"span:{name}") for kind in kinds]))

@@ -4,8 +4,10 @@ then forks one child per run; the child makes the run and exits.
 
 Protocol, one JSON object a line: the runner writes a run (script, options, result file,
 folder, environment, files for the run's stdout and stderr, its time limit); the server
-answers ``{"pid": N}`` once the child runs and ``{"status": S, "timed_out": B}`` once it has
-ended (its exit status, or minus the signal that ended it; killed past its limit, or not).
+answers ``{"pid": N}`` once the child runs and ``{"status": S, "timed_out": B, "cpu": C}``
+once it has ended (its exit status, or minus the signal that ended it; killed past its limit,
+or not; the CPU seconds it used, which the runner's own accounting of its children cannot see,
+as the run is not its child).
 End-of-file on stdin ends the server; the runner stops a run it no longer wants by stopping
 the server, whose death ends the run (``PR_SET_PDEATHSIG``).
 
@@ -72,7 +74,7 @@ def _fork(run: dict[str, object]) -> int:
     return pid  # not reached: the child always leaves through os._exit
 
 
-def _answer(entry: dict[str, int | bool]) -> None:
+def _answer(entry: dict[str, int | bool | float]) -> None:
     sys.stdout.write(json.dumps(entry) + "\n")
     sys.stdout.flush()
 
@@ -99,8 +101,9 @@ def serve() -> None:
         pid = _fork(run)
         _answer({"pid": pid})
         in_time = _ended_in_time(pid, float(run["timeout"]))
-        _, status = os.waitpid(pid, 0)
-        _answer({"status": os.waitstatus_to_exitcode(status), "timed_out": not in_time})
+        _, status, usage = os.wait4(pid, 0)
+        _answer({"status": os.waitstatus_to_exitcode(status), "timed_out": not in_time,
+                 "cpu": usage.ru_utime + usage.ru_stime})  # fmt: skip
 
 
 if __name__ == "__main__":

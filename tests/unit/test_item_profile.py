@@ -13,6 +13,7 @@ from kernels.cli.bench import main as bench_main
 from kernels.vm import item_profile, phases
 from netregress import spans
 from packetdrill.backend import Backend, run_isolated
+from packetdrill.engine_process import ENGINE_CPU
 
 
 def test_a_span_counts_its_block_also_when_it_raises_and_take_starts_again() -> None:
@@ -104,3 +105,4 @@ def test_the_engine_hands_back_where_its_run_went(tmp_path: Path) -> None:
     counted = spans.take()
     assert counted["engine:script"] == result.phases["script"]
     assert counted["engine-run"] >= result.phases["script"]
+    assert 0 < counted[ENGINE_CPU] < counted["engine-run"]  # the run's CPU: it mostly slept
