@@ -50,6 +50,7 @@ from .programs import Argv, command_line, program
 Stream = int | IO[Any] | None
 
 _PR_SET_PDEATHSIG = 1
+_MCL_CURRENT = 1  # mlockall(2): the pages mapped now
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -62,6 +63,21 @@ def die_with_parent(parent: int) -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
         os._exit(1)
+
+
+def own_pages() -> None:
+    """In a forked child: copy now every page it still shares with its parent.
+
+    Why: a forked Python child shares its parent's memory copy-on-write, and Python writes to
+    every object it touches (reference counts), so it takes a page fault and a copy for each
+    page it first uses, at whatever moment that is. A child with timed work ahead (an engine
+    run forked from its server) pays them up front instead: measured on the host, a forked
+    run without this took twice the page faults of a cold process's run (1,423 against 708).
+    ``mlockall`` faults in every writable private page for writing, which breaks the sharing;
+    ``munlockall`` lets them be paged as usual again. Best effort: a process that may not lock
+    memory keeps the faults for later."""
+    if _libc.mlockall(_MCL_CURRENT) == 0:
+        _libc.munlockall()
 
 
 def exit_with_owner(name: str, status: int) -> None:

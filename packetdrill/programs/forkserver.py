@@ -24,13 +24,14 @@ import sys
 
 sys.path[0] = sys.path[0].rsplit("/", 2)[0]  # this folder's place: the package's folder
 
-from netregress.process import die_with_parent  # noqa: E402
+from netregress.process import die_with_parent, own_pages  # noqa: E402
 from packetdrill.engine import run_script  # noqa: E402  (the warm-up: all a run imports)
 
 
 def _child(run: dict[str, object], server: int) -> int:
     """In the forked child: the run, in its folder, environment and output files."""
     die_with_parent(server)
+    own_pages()
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
