@@ -569,6 +569,30 @@ def _scratch_copy(path: Path, text: str) -> Iterator[Path]:
         copy.unlink(missing_ok=True)
 
 
+def describe_run(result: RunResult, rename: tuple[str, str] = ("", "")) -> str:
+    """A failed run's own diagnostic, then where to look next (a case that runs a script
+    itself says it so too). The diagnostic already holds the ``script packet:`` and ``actual
+    packet:`` lines of a sniffed packet (both engines print them, as packetdrill does), so
+    they are not repeated. What else the run wrote to stderr is kept (its last lines): a
+    failed code block's traceback ends there with the value its assertion printed
+    (``AssertionError: 25733``), which the diagnostic itself, ``error executing code``, does
+    not name, nor does upstream's. ``rename`` replaces the script's name in the diagnostic."""
+    old, new = rename
+    message = result.message.replace(old, new) if old else result.message
+    parts = [message or f"exit status {result.exit_status}"]
+    if result.line is not None:
+        parts.append(f"script line: {result.line}")
+    if result.pcap and Path(result.pcap).exists():
+        parts.append(f"pcap: {result.pcap}")
+    if result.stdout.strip():
+        parts.append(f"--- engine stdout ---\n{result.stdout.rstrip()}")
+    said = set(result.message.splitlines())
+    rest = [line for line in result.stderr.splitlines() if line.strip() and line not in said]
+    if rest:
+        parts.append("--- engine stderr ---\n" + "\n".join(rest[-_STDERR_LINES:]))
+    return "\n".join(parts)
+
+
 class PktFailure(Exception):
     """A script run that did not end as the script (or its expect-fail header) says."""
 
@@ -663,31 +687,13 @@ class PktItem(pytest.Item):
             Path(result.pcap).unlink(missing_ok=True)
 
     def describe(self, result: RunResult) -> str:
-        """The run's own diagnostic, then where to look next. The diagnostic already holds the
-        ``script packet:`` and ``actual packet:`` lines of a sniffed packet (both engines
-        print them, as packetdrill does), so they are not repeated. What else the run wrote to
-        stderr is kept (its last lines): a failed code block's traceback ends there with the
-        value its assertion printed (``AssertionError: 25733``), which the diagnostic itself,
-        ``error executing code``, does not name, nor does upstream's.
-
-        A script below where pytest was started is named relative to it, as its node id is:
-        the first line is what pytest's short summary keeps of a failure, cut at the
-        terminal's width, and an absolute path used that width up before the error began."""
+        """:func:`describe_run`, the script named as its node id names it: relative to where
+        pytest was started when it lies below it. The first line is what pytest's short
+        summary keeps of a failure, cut at the terminal's width, and an absolute path used
+        that width up before the error began."""
         shown = os.path.relpath(self.path, self.config.invocation_params.dir)
         shown = str(self.path) if shown.startswith("..") else shown
-        message = result.message.replace(f"{self.path}:", f"{shown}:")
-        parts = [message or f"exit status {result.exit_status}"]
-        if result.line is not None:
-            parts.append(f"script line: {result.line}")
-        if result.pcap and Path(result.pcap).exists():
-            parts.append(f"pcap: {result.pcap}")
-        if result.stdout.strip():
-            parts.append(f"--- engine stdout ---\n{result.stdout.rstrip()}")
-        said = set(result.message.splitlines())
-        rest = [line for line in result.stderr.splitlines() if line.strip() and line not in said]
-        if rest:
-            parts.append("--- engine stderr ---\n" + "\n".join(rest[-_STDERR_LINES:]))
-        return "\n".join(parts)
+        return describe_run(result, (f"{self.path}:", f"{shown}:"))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, PktFailure):

@@ -36,7 +36,7 @@ import pytest
 
 from netns import sockets
 from netns.variants import broken
-from packetdrill.pytest_plugin import PktItem, run_for_test
+from packetdrill.pytest_plugin import describe_run, run_for_test
 
 pytestmark = [pytest.mark.tcp, pytest.mark.packetdrill]
 
@@ -102,7 +102,7 @@ def test_c01_rto_retransmission_not_blocked(
     skmem = socks[0].skmem
     record_testsuite_property("c01_skmem", skmem)
     assert skmem["w"] > 2 * skmem["tb"], f"precondition not met: w={skmem['w']} tb={skmem['tb']}"
-    assert result.passed, PktItem.describe(result)
+    assert result.passed, describe_run(result)
     seen = counters(result.stdout)
     assert seen["TcpExtTCPWqueueTooBig"] == 0
     assert seen["TcpRetransSegs"] >= 1
