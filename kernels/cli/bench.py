@@ -153,7 +153,7 @@ def _pytest_run(spec: KernelSpec, selection: list[str], vm: VmSession, out: Path
         f"{render({spec.name: rows}, {spec.name: wall})}\n"
         f"  slowest test phases:\n{_slowest(log)}\n"
         f"  where a test's time goes, by kind of test:\n"
-        f"{item_profile.render(item_profile.items(out / phases.FILE))}"
+        f"{item_profile.render(log.items)}"
     )
 
 
@@ -164,7 +164,7 @@ def profiles(folders: list[Path]) -> str:
     if not logs:
         raise NetregressError(f"no {phases.FILE} under {', '.join(map(str, folders))}")
     return "\n".join(
-        f"{log.parent}:\n{item_profile.render(item_profile.items(log))}" for log in logs
+        f"{log.parent}:\n{item_profile.render(phases.read(log).items)}" for log in logs
     )
 
 

@@ -14,10 +14,8 @@ The engine's own phases (``engine:…``, measured inside its process) are part o
 library does that work once, so they do not nest; what none covers is the last row.
 """
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from packetdrill.engine_process import ENGINE_CPU
 
@@ -62,21 +60,6 @@ def kind_of(nodeid: str) -> str:
     if path.startswith("tests/cases/"):
         return "Python case"
     return "other"
-
-
-def items(path: Path) -> list[dict[str, object]]:
-    """The per-test lines of a phase log (missing file or torn lines: none)."""
-    found: list[dict[str, object]] = []
-    if not path.is_file():
-        return found
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(entry, dict) and entry.get("phase") == "item":
-            found.append(entry)
-    return found
 
 
 def by_kind(entries: list[dict[str, object]]) -> list[Kind]:

@@ -169,11 +169,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @dataclass
 class Log:
-    """A guest's log read back: phase name → guest uptime seconds, and the per-test sums."""
+    """A guest's log read back: phase name → guest uptime seconds, the per-test sums, and
+    each test's own line (:mod:`kernels.vm.item_profile` tables them)."""
 
     stamps: dict[str, float] = field(default_factory=dict)
     sums: dict[str, float] = field(default_factory=dict)
     slowest: list[tuple[float, str]] = field(default_factory=list)
+    items: list[dict[str, object]] = field(default_factory=list)  # a line per test
 
 
 def read(path: Path) -> Log:
@@ -188,7 +190,9 @@ def read(path: Path) -> Log:
             continue
         if not isinstance(entry, dict):
             continue
-        if entry.get("phase") == "durations":
+        if entry.get("phase") == "item":
+            log.items.append(entry)
+        elif entry.get("phase") == "durations":
             log.sums = {when: float(entry[when]) for when in WHENS if when in entry}
             log.slowest = [(float(seconds), str(what)) for seconds, what in entry["slowest"]]
         elif isinstance(entry.get("t"), int | float):

@@ -44,7 +44,7 @@ def test_the_phase_plugin_writes_a_line_per_test_with_its_spans_and_cpu(
         "    while time.process_time() < end: pass\n"
     )
     pytester.runpytest_subprocess("-p", "kernels.vm.phases").assert_outcomes(passed=2)
-    lines = {entry["nodeid"].split("::")[1]: entry for entry in item_profile.items(log)}
+    lines = {entry["nodeid"].split("::")[1]: entry for entry in phases.read(log).items}
     waits, burns = lines["test_waits"], lines["test_burns"]
     assert waits["spans"]["tcpdump-start"] >= 0.2
     assert waits["call"] >= 0.2 and waits["wall"] >= waits["call"]
@@ -68,7 +68,7 @@ def test_the_table_averages_per_kind_and_shows_what_no_span_covers(tmp_path: Pat
         _entry("/src/tools/testing/selftests/net/packetdrill/t.pkt::ipv4", 1.0),
     ]  # fmt: skip
     log.write_text("".join(json.dumps(entry) + "\n" for entry in entries) + '{"phase":"it')
-    kinds = item_profile.by_kind(item_profile.items(log))
+    kinds = item_profile.by_kind(phases.read(log).items)
     assert [(kind.name, kind.tests) for kind in kinds] == [
         ("our engine's .pkt", 2), ("Python case", 1), ("kernel corpus .pkt", 1)
     ]  # fmt: skip
@@ -77,7 +77,7 @@ def test_the_table_averages_per_kind_and_shows_what_no_span_covers(tmp_path: Pat
     assert table["  engine:script"][0] == pytest.approx(2.0)  # inside engine-run, not added
     assert table["rest of set-up + call + teardown"] == pytest.approx([0.5, 1.0, 1.0])
     assert table["  pytest's own (reports, hooks)"][1] == pytest.approx(0.1)
-    text = item_profile.render(item_profile.items(log))
+    text = item_profile.render(phases.read(log).items)
     assert "our engine's .pkt (2)" in text.splitlines()[0]
 
 
