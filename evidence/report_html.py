@@ -22,11 +22,17 @@ the timing tolerance, and at the end the late-side slack the scripts actually ra
 import os
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from evidence.page import evidence_html
-from netregress.session import ARTIFACTS_PROPERTY, EnvironmentHooks, artifact_dir
+from netregress.session import (
+    ARTIFACTS_PROPERTY,
+    KERNEL_UNDER_TEST,
+    EnvironmentHooks,
+    artifact_dir,
+)
 
 MACHINE_SLOW = "KSFT_MACHINE_SLOW"  # kselftest's "timing cannot be judged here"
 
@@ -41,6 +47,12 @@ class EvidenceExtras:
         self.page_dir = page_dir
         self.environment = environment  # pytest-metadata's table, which pytest-html shows
         self.reports: list[pytest.TestReport] = []
+
+    def pytest_html_report_title(self, report: Any) -> None:
+        """The page's title names the kernel it judged (the file's name said nothing)."""
+        kernel = self.config.stash.get(KERNEL_UNDER_TEST, None)
+        if kernel is not None:
+            report.title = f"netregress on {kernel.words()}"
 
     def attach(self, report: pytest.TestReport, folder: Path) -> None:
         fragment = evidence_html(folder, report.longreprtext, self.page_dir)

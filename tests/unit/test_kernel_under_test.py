@@ -71,6 +71,7 @@ def test_every_report_names_the_kernel_under_test_and_the_host(
 
     environment = _environment(tmp_path / "out.html")
     assert (environment["kernel under test"], environment["host"]) == (words, host)
+    assert f'<h1 id="title">netregress on {words}</h1>' in (tmp_path / "out.html").read_text()
 
     suite = ET.parse(tmp_path / "out.xml").find("testsuite")
     assert suite is not None
