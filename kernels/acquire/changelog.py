@@ -33,6 +33,7 @@ from kernels.errors import KernelsError
 _HEADER = re.compile(r"^(?P<source>[a-z0-9][a-z0-9.+-]*) \((?P<version>[^)\s]+)\) (?P<dist>[^;]+);")
 _STABLE_LINK = re.compile(r"/ChangeLog-(?P<release>\d+\.\d+(?:\.\d+)?)\s*$")
 _STABLE_ITEM = "New upstream stable update"
+_SIGNS = re.compile(r"^Sign kernel from linux (?P<version>\S+)$")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,14 @@ class Entry:
     source: str
     version: str
     changes: tuple[Change, ...]
+
+    @property
+    def build(self) -> tuple[str, str]:
+        """The kernel build the entry describes: a signing package's entry is the build of
+        `linux` it signs."""
+        first = self.changes[0].title if self.changes else ""
+        signed = _SIGNS.match(first)
+        return ("linux", signed["version"]) if signed else (self.source, self.version)
 
     @property
     def releases(self) -> tuple[str, ...]:
@@ -100,12 +109,12 @@ def parse(text: str) -> list[Entry]:
 def newer_than(newer: list[Entry], older: list[Entry]) -> list[Entry]:
     """The entries of `newer`'s changelog that `older`'s lacks: what the newer build brought.
 
-    Why by (source, version) and not by comparing versions: the signed image's changelog
-    opens with an entry of the signing package (``linux-signed-amd64 (6.1.177+1)``) that holds
-    the same stable update as the kernel's own ``linux (6.1.177-1)`` entry a later build lists
-    instead; only the entries' identities tell what is new."""
-    known = {(entry.source, entry.version) for entry in older}
-    return [entry for entry in newer if (entry.source, entry.version) not in known]
+    Why by identity and not by comparing versions: the signed image's changelog opens with an
+    entry of the signing package (``linux-signed-amd64 (6.1.190+1)``, "Sign kernel from linux
+    6.1.190-1") that holds the kernel's own changes of that build, which a later build's
+    changelog lists as ``linux (6.1.190-1)``; both are the same build of `linux`."""
+    known = {entry.build for entry in older}
+    return [entry for entry in newer if entry.build not in known]
 
 
 def since_release(entries: list[Entry], upstream: tuple[int, ...]) -> list[Entry]:

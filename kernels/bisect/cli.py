@@ -26,12 +26,21 @@ from kernels.acquire.kernel import GitSource
 from kernels.bisect import demo, release_report
 from kernels.bisect.bisect import ABORT, bisect, check_selection, git, step
 from kernels.bisect.releases import RealJudge, search
-from kernels.bisect.vmtest import add_run_options
+from kernels.bisect.vmtest import add_accel_option, add_run_options
 from kernels.errors import KernelsError
 from kernels.paths import cache_root
 from kernels.report import kcidb
 from kernels.vm.session import vm_session
 from netregress.errors import run_cli
+
+
+def add_crash_option(cli: argparse.ArgumentParser) -> None:
+    """`--crash-is-bad`: every bisect skips a crashed kernel unless told otherwise."""
+    cli.add_argument(
+        "--crash-is-bad",
+        action="store_true",
+        help="a crashed or hung kernel counts as bad (default: skip)",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -65,11 +74,7 @@ def parser() -> argparse.ArgumentParser:
                 help="also write the result as KCIDB data: the first bad commit blamed for "
                 "the failing test (docs/kcidb.md)",
             )
-        cmd.add_argument(
-            "--crash-is-bad",
-            action="store_true",
-            help="a crashed or hung kernel counts as bad (default: skip)",
-        )
+        add_crash_option(cmd)
         add_run_options(cmd)
     # Set after add_subparsers, which makes the modes' prog out of the usage.
     cli.usage = (
@@ -132,17 +137,8 @@ def debian_parser() -> argparse.ArgumentParser:
         help="where the guests' results and release-bisect.md/.json go "
         "(default: ~/.cache/netregress/bisect/SUITE-TIME)",
     )
-    cli.add_argument(
-        "--crash-is-bad",
-        action="store_true",
-        help="a crashed or hung kernel counts as bad (default: skip)",
-    )
-    cli.add_argument(
-        "--accel",
-        choices=("auto", "kvm", "tcg"),
-        default="auto",
-        help="VM acceleration (auto: KVM only if a probe guest boots)",
-    )
+    add_crash_option(cli)
+    add_accel_option(cli)
     cli.add_argument(
         "pytest_args",
         nargs="*",

@@ -15,7 +15,7 @@ from kernels.acquire.changelog import Change
 from kernels.acquire.debian_series import Packaged
 from kernels.acquire.kernel import version_tuple
 from kernels.bisect.releases import Search
-from kernels.bisect.suspects import Suspect, rank
+from kernels.bisect.suspects import Suspect, name_words, rank
 
 SHOWN_SUSPECTS = 15  # in the terminal and Markdown; the JSON keeps them all
 
@@ -71,7 +71,8 @@ def add_changes(report: Report, newer: Path | None, older: Path | None) -> None:
         new_entries = changelog.since_release(entries, version_tuple(before.upstream))
     report.changelog = str(newer)
     report.changes = [change for entry in new_entries for change in entry.changes]
-    report.suspects = rank(report.changes, report.search.subsystems())
+    search = report.search
+    report.suspects = rank(report.changes, search.subsystems(), name_words(search.failed()))
 
 
 def _kernel(kernel: Packaged) -> dict[str, str]:

@@ -31,6 +31,7 @@ from kernels.acquire.debian_series import Packaged
 from kernels.acquire.fetch import fetch
 from kernels.acquire.kernel import bzimage_banner
 from kernels.bisect.bisect import ABORT, BAD, GOOD, verdict
+from kernels.bisect.vmtest import failures
 from kernels.corpus.source import guest_args
 from kernels.errors import KernelsError
 from kernels.matrix import reportlog
@@ -54,6 +55,7 @@ class Judged:
     why: str
     seconds: float
     subsystems: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()  # the node ids of the tests that failed
 
 
 Judge = Callable[[Packaged], Judged]
@@ -78,8 +80,11 @@ class Search:
 
     def subsystems(self) -> tuple[str, ...]:
         """The subsystem markers of the tests that failed, on whichever side failed."""
-        found = dict.fromkeys(s for step in self.steps for s in step.subsystems)
-        return tuple(found)
+        return tuple(dict.fromkeys(s for step in self.steps for s in step.subsystems))
+
+    def failed(self) -> tuple[str, ...]:
+        """The node ids of the tests that failed, on whichever side failed."""
+        return tuple(dict.fromkeys(t for step in self.steps for t in step.failed))
 
 
 def _next(lo: int, hi: int, skipped: set[int]) -> int | None:
@@ -130,10 +135,14 @@ def search(series: list[Packaged], old: int, new: int, judge: Judge, say: Status
     return result
 
 
-def failing_subsystems(run: KernelRun) -> tuple[str, ...]:
-    """The subsystem markers (SUBSYSTEMS) of the tests that failed in `run`, read from the
+def failed_tests(run: KernelRun) -> tuple[str, ...]:
+    """The node ids of the tests that failed in `run` (the outcomes `verdict` calls bad)."""
+    return tuple(r.nodeid for r in run.results if r.outcome in (*UNEXPECTED, Outcome.XFAIL))
+
+
+def failing_subsystems(run: KernelRun, failed: tuple[str, ...]) -> tuple[str, ...]:
+    """The subsystem markers (SUBSYSTEMS) of the `failed` tests of `run`, read from the
     reports its guest wrote (their keywords hold the markers)."""
-    failed = {r.nodeid for r in run.results if r.outcome in (*UNEXPECTED, Outcome.XFAIL)}
     if not failed:
         return ()
     log = reportlog.read(run.out_dir)
@@ -164,16 +173,18 @@ class RealJudge:
         start = time.monotonic()
         spec = self.spec_of(kernel)
 
-        def judged(word: str, why: str, subsystems: tuple[str, ...] = ()) -> Judged:
-            return Judged(kernel, word, why, time.monotonic() - start, subsystems)
+        def judged(
+            word: str, why: str, failed: tuple[str, ...] = (), marks: tuple[str, ...] = ()
+        ) -> Judged:
+            return Judged(kernel, word, why, time.monotonic() - start, marks, failed)
 
         try:
             bootable = fetch(spec, self.status)
             if bootable.image is not None:
                 bzimage_banner(bootable.image)
-            args = guest_args(self.pytest_args, spec, self.status)
         except KernelsError as exc:
             return judged("skip", f"not bootable: {exc}")
+        args = guest_args(self.pytest_args, spec, self.status)  # an error here is the harness'
         out = self.out / kernel.abi
         out.mkdir(parents=True, exist_ok=True)
         (out / "expectations.toml").write_text(NO_EXPECTATIONS)
@@ -184,5 +195,11 @@ class RealJudge:
         code, why = verdict(run, self.crash_is_bad)
         if code == ABORT:
             raise KernelsError(f"{kernel.abi}: {why}")  # the harness, not the kernel
-        word = {GOOD: "good", BAD: "bad"}.get(code, "skip")
-        return judged(word, why, failing_subsystems(run) if code == BAD else ())
+        if code != BAD:
+            return judged({GOOD: "good"}.get(code, "skip"), why)
+        if lines := failures(run):
+            # The first failure's own words: a reader must see a failure the host caused
+            # (a library replaced under the guest's share) apart from the kernel's.
+            why = f"failed: {lines[0][:300]}" + (f" (+{len(lines) - 1} more)" if lines[1:] else "")
+        failed = failed_tests(run)
+        return judged("bad", why, failed, failing_subsystems(run, failed))

@@ -10,7 +10,10 @@ the title's prefix says whether a commit is in it:
 2. a later prefix is (``rds: tcp:``), or a parent area's commit names the subsystem
    (``net: ipv4: bound TCP reordering sysctl writes``).
 
-Every other commit of the range is left out; the report says how many there were.
+Every other commit of the range is left out; the report says how many there were. Within a
+rank, a title sharing words with the failing test's name comes first (``tcp_rfc5961_rst-syn-recv``
+→ ``tcp: challenge ACK for non-exact RST in SYN-RECEIVED``): the name is the one other hint of
+what the test is about that a title can be held against.
 """
 
 import re
@@ -23,6 +26,10 @@ from kernels.acquire.changelog import Change
 _GENERIC = {"net", "networking", "revert"}
 _ARCH_TAG = re.compile(r"^(\[[^\]]+\]\s*)+")
 _PREFIX = re.compile(r"^([\w./-]+):\s")
+_WORD = re.compile(r"[a-z0-9]+")
+# Words of a test's node id that say where it lives or how it runs, not what it is about.
+_PLACES = {"tests", "test", "cases", "unit", "corpus", "kernel", "packetdrill", "pkt", "py",
+           "ipv4", "ipv6", "mapped", "broken", "the", "and", "not", "too", "for"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -116,16 +123,36 @@ def tier(change: Change, area: Area) -> tuple[int, str] | None:
     return None
 
 
-def rank(changes: Iterable[Change], subsystems: Iterable[str]) -> list[Suspect]:
+def name_words(nodeids: Iterable[str]) -> frozenset[str]:
+    """The words of failing tests' node ids that may name what they test: ``…corpus::
+    tcp_rfc5961_rst-syn-recv.pkt::ipv4`` → rfc5961, rst, syn, recv (subsystem names, places
+    and words under three letters dropped)."""
+    words = {w for nodeid in nodeids for w in _WORD.findall(nodeid.lower().split("/")[-1])}
+    return frozenset(w for w in words if len(w) >= 3 and w not in _PLACES | set(AREAS))
+
+
+def shared(title: str, words: frozenset[str]) -> tuple[str, ...]:
+    """The test's words a title shares (a title word starting with one, or one with it)."""
+    said = set(_WORD.findall(title.lower()))
+    return tuple(sorted(w for w in words if any(t.startswith(w) or len(t) >= 3 and
+                                                w.startswith(t) for t in said)))  # fmt: skip
+
+
+def rank(
+    changes: Iterable[Change], subsystems: Iterable[str], words: frozenset[str] = frozenset()
+) -> list[Suspect]:
     """The suspects among `changes` for the failing test's subsystems, best first: by tier,
-    then by upstream release (oldest first; Debian's own changes last), then as listed."""
+    then by how many of the test's `words` the title shares, then by upstream release (oldest
+    first; Debian's own changes last), then as listed."""
     areas = [(name, AREAS[name]) for name in subsystems if name in AREAS]
-    found: list[tuple[tuple[int, tuple[int, ...], int], Suspect]] = []
+    found: list[tuple[tuple[int, int, tuple[int, ...], int], Suspect]] = []
     for index, change in enumerate(changes):
         ranks = [(hit, name) for name, area in areas if (hit := tier(change, area)) is not None]
         if not ranks:
             continue
         (level, why), name = min(ranks)
         release = tuple(int(p) for p in change.release.split(".")) if change.release else (999,)
-        found.append(((level, release, index), Suspect(change, level, f"{name} marker, {why}")))
+        common = shared(change.title, words)
+        why = f"{name} marker, {why}" + (f", names {', '.join(common)}" if common else "")
+        found.append(((level, -len(common), release, index), Suspect(change, level, why)))
     return [suspect for _, suspect in sorted(found, key=lambda item: item[0])]

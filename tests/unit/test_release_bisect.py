@@ -29,7 +29,7 @@ from kernels.acquire.debian_series import (
 )
 from kernels.bisect import cli, release_report
 from kernels.bisect.releases import Judged, RealJudge, Search, search
-from kernels.bisect.suspects import prefixes, rank
+from kernels.bisect.suspects import name_words, prefixes, rank
 from kernels.errors import KernelsError
 from kernels.vm.session import vm_session
 from netns.variants import broken
@@ -161,20 +161,26 @@ linux (6.1.190-1) bookworm-security; urgency=high
  -- A Maintainer <someone@debian.org>  Mon, 02 Nov 2026 11:17:40 +0100
 """
 
+# The build before: its own changes in the signing package's entry, which the newer build's
+# changelog lists as `linux (6.1.190-1)`.
 OLDER = """\
 linux-signed-amd64 (6.1.190+1) bookworm-security; urgency=high
 
   * Sign kernel from linux 6.1.190-1
-
- -- A Maintainer <someone@debian.org>  Mon, 02 Nov 2026 11:17:40 +0100
-
-linux (6.1.190-1) bookworm-security; urgency=high
 
   * New upstream stable update:
     https://www.kernel.org/pub/linux/kernel/v6.x/ChangeLog-6.1.190
     - tcp: fix corruption of urgent data on multi-segment retransmit
 
  -- A Maintainer <someone@debian.org>  Mon, 02 Nov 2026 11:17:40 +0100
+
+linux (6.1.187-1) bookworm-security; urgency=high
+
+  * New upstream stable update:
+    https://www.kernel.org/pub/linux/kernel/v6.x/ChangeLog-6.1.187
+    - tcp: an older change
+
+ -- A Maintainer <someone@debian.org>  Mon, 26 Oct 2026 11:17:40 +0100
 """
 
 
@@ -208,6 +214,7 @@ def test_a_changelog_gives_each_commit_its_stable_release_and_debian_its_own() -
 
 def test_the_changes_between_two_builds_are_the_entries_the_older_changelog_lacks() -> None:
     newer, older = changelog.parse(CHANGELOG), changelog.parse(OLDER)
+    assert [e.build for e in older] == [("linux", "6.1.190-1"), ("linux", "6.1.187-1")]
     assert [e.version for e in changelog.newer_than(newer, older)] == ["6.1.192+2", "6.1.192-1"]
     # Without the older changelog: what took a later stable release (Debian's own
     # changes at the same release are then not told apart).
@@ -250,6 +257,14 @@ def test_suspects_are_the_subsystems_commits_its_own_prefix_first() -> None:
         (2, "[x86] net: ipv4: bound TCP reorderin", "tcp marker, ipv4: names tcp"),
         (2, "rds: tcp: unregister sysctl before t", "tcp marker, prefix rds: tcp:"),
     ]  # fmt: skip
+    # Within a rank, the titles sharing words with the failing test's name come first.
+    words = name_words(
+        ["tests/cases/kernel-packetdrill.corpus::tcp_rfc5961_rst-syn-recv.pkt::ipv4"]
+    )
+    assert words == {"rfc5961", "rst", "syn", "recv"}
+    closer = [Change("tcp: an unrelated fix", "6.1.190"), *changes]
+    assert rank(closer, ["tcp"], words)[0].why == "tcp marker, prefix tcp:, names rst, syn"
+    assert rank(closer, ["tcp"])[0].change.title == "tcp: an unrelated fix"
     # mptcp, USB's tcpm and the ASoC change are no TCP suspects; no marker, no suspects.
     assert rank(changes, []) == []
     assert [s.change.title[:5] for s in rank(changes, ["bridge"])] == []
