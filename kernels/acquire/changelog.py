@@ -33,7 +33,7 @@ from kernels.errors import KernelsError
 _HEADER = re.compile(r"^(?P<source>[a-z0-9][a-z0-9.+-]*) \((?P<version>[^)\s]+)\) (?P<dist>[^;]+);")
 _STABLE_LINK = re.compile(r"/ChangeLog-(?P<release>\d+\.\d+(?:\.\d+)?)\s*$")
 _STABLE_ITEM = "New upstream stable update"
-_SIGNS = re.compile(r"^Sign kernel from linux (?P<version>\S+)$")
+_SIGNS = re.compile(r"^Sign kernel from (?P<source>linux\S*) (?P<version>\S+)$")
 
 
 @dataclass(frozen=True)
@@ -55,11 +55,11 @@ class Entry:
 
     @property
     def build(self) -> tuple[str, str]:
-        """The kernel build the entry describes: a signing package's entry is the build of
-        `linux` it signs."""
+        """The kernel build the entry describes: a signing package's entry is the build it
+        signs (of `linux`, or of a backport's source such as bookworm's `linux-6.12`)."""
         first = self.changes[0].title if self.changes else ""
         signed = _SIGNS.match(first)
-        return ("linux", signed["version"]) if signed else (self.source, self.version)
+        return (signed["source"], signed["version"]) if signed else (self.source, self.version)
 
     @property
     def releases(self) -> tuple[str, ...]:

@@ -96,7 +96,9 @@ def _step_args(args: argparse.Namespace) -> list[str]:
 def debian_parser() -> argparse.ArgumentParser:
     """`--debian`: the bisect over a suite's packaged kernels (kernels/bisect/releases.py)."""
     cli = argparse.ArgumentParser(
-        prog="scripts/bisect --debian",
+        prog="scripts/bisect",
+        usage="%(prog)s --debian SUITE[/FLAVOUR] [--good VERSION] [--bad VERSION] "
+        "[--branch X.Y] [--list] [options] -- PYTEST_ARGS ...",
         description="Which kernel update changed a test's verdict: list the kernels a Debian "
         "suite serves (its security updates included) for one upstream branch, then boot "
         "them in a VM, halving the range, and run the selected tests on each (no build). "

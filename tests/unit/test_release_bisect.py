@@ -216,6 +216,8 @@ def test_the_changes_between_two_builds_are_the_entries_the_older_changelog_lack
     newer, older = changelog.parse(CHANGELOG), changelog.parse(OLDER)
     assert [e.build for e in older] == [("linux", "6.1.190-1"), ("linux", "6.1.187-1")]
     assert [e.version for e in changelog.newer_than(newer, older)] == ["6.1.192+2", "6.1.192-1"]
+    backport = changelog.parse(OLDER.replace("from linux 6.1", "from linux-6.1 6.1"))
+    assert backport[0].build == ("linux-6.1", "6.1.190-1")  # bookworm's 6.12 is linux-6.12
     # Without the older changelog: what took a later stable release (Debian's own
     # changes at the same release are then not told apart).
     assert [e.version for e in changelog.since_release(newer, (6, 1, 190))] == ["6.1.192-1"]
