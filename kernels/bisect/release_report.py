@@ -127,7 +127,11 @@ def summary(report: Report) -> list[str]:
     skipped = [s for s in search.steps if s.verdict == "skip"]
     for step in skipped:
         lines.append(f"skipped {step.kernel.abi} ({step.kernel.version}): {step.why}")
-    releases = ", ".join(report.releases) or "none (the same upstream release)"
+    shown = report.releases
+    releases = (
+        f"{shown[0]} … {shown[-1]} ({len(shown)} releases)" if len(shown) > 6
+        else ", ".join(shown) or "none (the same upstream release)"
+    )  # fmt: skip
     lines.append(f"upstream stable releases in between: {releases}")
     subsystems = ", ".join(search.subsystems()) or "none marked"
     lines.append(

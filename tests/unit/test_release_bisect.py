@@ -395,3 +395,7 @@ def test_the_report_names_the_builds_the_releases_between_and_the_suspects(
     release_report.add_changes(report, None, None)
     assert "ships no changelog" in report.changelog
     assert release_report.stable_range(builds[1], kernel("x", "6.1.192-2")) == []
+    report.releases = release_report.stable_range(builds[0], kernel("6.1.0-56", "6.1.200-1"))
+    assert "upstream stable releases in between: 6.1.191 … 6.1.200 (10 releases)" in (
+        release_report.summary(report)
+    )
