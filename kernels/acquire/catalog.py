@@ -26,10 +26,16 @@ class _Spec:
 
 @dataclass(frozen=True)
 class DebianKernel(_Spec):
-    """A Debian kernel package, resolved to the newest build of `suite` at fetch time."""
+    """A Debian kernel package: the newest build of `suite` at fetch time, or, with `version`
+    (an ABI such as ``6.1.0-47``: the package ``linux-image-6.1.0-47-<flavour>``), exactly that
+    build, from any pocket of the suite (security updates included).
+
+    Why a pin: a report judged particular builds (a release bisect walks a suite's series), and
+    re-running it must boot those, not whatever the suite serves by then."""
 
     suite: str
     flavour: str
+    version: str = ""
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,7 @@ KernelSpec = DebianKernel | PathKernel | SourceKernel | RunningKernel
 
 _FIELDS: dict[str, tuple[Callable[..., KernelSpec], set[str], set[str]]] = {
     # kind: (class, required keys, optional keys)
-    "debian": (DebianKernel, {"suite", "flavour"}, set()),
+    "debian": (DebianKernel, {"suite", "flavour"}, {"version"}),
     "path": (PathKernel, {"image"}, {"modules"}),
     "source": (SourceKernel, {"tree"}, set()),
     "running": (RunningKernel, set(), set()),

@@ -51,14 +51,32 @@ def mirror() -> str:
     return uris[0]
 
 
-class AptSuite:
-    """apt-get/apt-cache confined to one suite's lists under the cache."""
+def security_mirror() -> str:
+    """The security archive URI the machine uses, else the archive's sibling (Debian's own
+    layout: `…/debian` and `…/debian-security`)."""
+    try:
+        found: list[str] = re.findall(r"^URIs:\s*(\S+)", HOST_SOURCES.read_text(), re.M)
+    except OSError:
+        found = []
+    return next((uri for uri in found if "security" in uri), mirror().rstrip("/") + "-security")
 
-    def __init__(self, suite: str) -> None:
+
+class AptSuite:
+    """apt-get/apt-cache confined to one suite's lists under the cache.
+
+    `security`: the suite's security pocket too, in lists of their own. Why apart: the
+    matrix's `suite` kernels stay the suite's point release (their figures compare across
+    runs), while a release bisect and a pinned `version` need every build the archive still
+    serves, and most of a stable suite's series lives only in its security pocket (bookworm:
+    6.1.0-47 in the point release, -48 … -56 in bookworm-security)."""
+
+    def __init__(self, suite: str, security: bool = False) -> None:
         self.suite = suite
-        self.root = cache_dir("apt", suite)
+        self.root = cache_dir("apt", f"{suite}+security" if security else suite)
         suites = [suite] if suite in UNSTABLE else [suite, f"{suite}-updates"]
         lines = [f"deb [signed-by={KEYRING}] {mirror()} {name} main" for name in suites]
+        if security and suite not in UNSTABLE:
+            lines.append(f"deb [signed-by={KEYRING}] {security_mirror()} {suite}-security main")
         (self.root / "sources.list").write_text("\n".join(lines) + "\n")
         for sub in ("lists/partial", "cache/archives/partial", "parts"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
@@ -79,7 +97,7 @@ class AptSuite:
         }
         return [arg for key, value in settings.items() for arg in ("-o", f"{key}={value}")]
 
-    def _run(self, tool: str, *args: str, cwd: Path | None = None) -> str:
+    def run(self, tool: str, *args: str, cwd: Path | None = None) -> str:
         if shutil.which(tool) is None:
             raise KernelsError(f"{tool} is missing: Debian kernels are fetched with apt")
         proc = subprocess.run(
@@ -97,7 +115,7 @@ class AptSuite:
             return
         status(f"updating the package lists of {self.suite}")
         try:
-            self._run("apt-get", "update")
+            self.run("apt-get", "update")
         except KernelsError as exc:
             if not stamp.exists():
                 raise KernelsError(f"cannot read the {self.suite} package lists: {exc}") from None
@@ -107,7 +125,7 @@ class AptSuite:
 
     def newest(self, package: str) -> str:
         """The newest version of `package` in this suite (madison lists newest first)."""
-        for line in self._run("apt-cache", "madison", package).splitlines():
+        for line in self.run("apt-cache", "madison", package).splitlines():
             fields = [field.strip() for field in line.split("|")]
             if len(fields) == 3 and fields[0] == package:
                 return fields[1]
@@ -115,7 +133,7 @@ class AptSuite:
 
     def record(self, package: str, version: str) -> dict[str, str]:
         """The control fields of one exact package version."""
-        text = self._run("apt-cache", "show", f"{package}={version}")
+        text = self.run("apt-cache", "show", f"{package}={version}")
         fields: dict[str, str] = {}
         for line in text.split("\n\n", 1)[0].splitlines():
             key, sep, value = line.partition(":")
@@ -125,7 +143,7 @@ class AptSuite:
 
     def download(self, package: str, version: str, into: Path) -> Path:
         """Download one .deb into `into` (no install) and return its path."""
-        self._run("apt-get", "download", f"{package}={version}", cwd=into)
+        self.run("apt-get", "download", f"{package}={version}", cwd=into)
         found = sorted(into.glob(f"{package}_*.deb"))
         if not found:
             raise KernelsError(f"apt-get download {package}={version} produced no .deb")
@@ -141,15 +159,15 @@ class Package:
     size: int
 
 
-def kernel_packages(apt: AptSuite, flavour: str) -> list[Package]:
-    """The packages holding one kernel build: follow the pinned deps of linux-image-<flavour>.
+def kernel_packages(apt: AptSuite, root: str) -> list[Package]:
+    """The packages holding one kernel build: follow the pinned deps of `root` (the flavour's
+    metapackage linux-image-<flavour>, or one ABI's linux-image-<abi>-<flavour>).
 
     Why follow dependencies: the layout changes between releases (sid splits the image into
     linux-binary-*/linux-modules-* behind a metapackage), but the pinned `(= version)` chain
     from the flavour metapackage always reaches every file-carrying package.
     """
-    meta = f"linux-image-{flavour}"
-    todo = [(meta, apt.newest(meta))]
+    todo = [(root, apt.newest(root))]
     seen: dict[str, Package] = {}
     while todo:
         name, version = todo.pop()
@@ -165,7 +183,7 @@ def kernel_packages(apt: AptSuite, flavour: str) -> list[Package]:
     return sorted(seen.values(), key=lambda package: package.name)
 
 
-def _resolved(apt: AptSuite, flavour: str, status: Status) -> list[Package]:
+def _resolved(apt: AptSuite, root: str, status: Status) -> list[Package]:
     """:func:`kernel_packages`, remembered for as long as the suite's lists are the same files.
 
     Why: the resolution runs apt-cache over the whole index several times (1-3 s per suite),
@@ -175,15 +193,15 @@ def _resolved(apt: AptSuite, flavour: str, status: Status) -> list[Package]:
     lists = sorted(path for path in (apt.root / "lists").iterdir() if path.is_file())
     state = [(path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in lists]
     key = hashlib.sha256(json.dumps(state).encode()).hexdigest()
-    memo = apt.root / f"resolved-{flavour}.json"
+    memo = apt.root / f"resolved-{root}.json"
     try:
         saved = json.loads(memo.read_text())
         if saved["lists"] == key:
             return [Package(**package) for package in saved["packages"]]
     except (OSError, ValueError, KeyError, TypeError):
         pass  # none yet, or unreadable: resolve again
-    status(f"resolving linux-image-{flavour} in {apt.suite}")
-    packages = kernel_packages(apt, flavour)
+    status(f"resolving {root} in {apt.suite}")
+    packages = kernel_packages(apt, root)
     memo.write_text(json.dumps({"lists": key, "packages": [asdict(p) for p in packages]}))
     return packages
 
@@ -233,12 +251,23 @@ def _extract(packages: list[Package], apt: AptSuite, dest: Path, status: Status)
     shutil.rmtree(debs)
 
 
+def unpacked_tree(image: Path) -> Path | None:
+    """The tree :func:`fetch_debian` unpacked a kernel's packages into (their documentation
+    included), from the kernel's image; None for an image that is not one of its."""
+    for folder in image.parents:
+        if folder.name == "root" and (folder.parent / "kernel.json").is_file():
+            return folder
+    return None
+
+
 def fetch_debian(spec: DebianKernel, status: Status) -> BootableKernel:
-    """The newest build of the spec's suite, from the cache or downloaded into it."""
-    apt = AptSuite(spec.suite)
+    """The newest build of the spec's suite (or the build its `version` pins), from the cache
+    or downloaded into it."""
+    apt = AptSuite(spec.suite, security=bool(spec.version))
+    root = f"linux-image-{spec.version + '-' if spec.version else ''}{spec.flavour}"
     with locked(apt.root / "lock"):
         apt.refresh(status)
-        packages = _resolved(apt, spec.flavour, status)
+        packages = _resolved(apt, root, status)
     version = packages[0].version
     dest = cache_dir("debian", f"{spec.suite}-{spec.flavour}") / version
     meta = dest / "kernel.json"

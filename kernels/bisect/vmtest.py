@@ -31,16 +31,21 @@ def add_run_options(cli: argparse.ArgumentParser, default_tests: str | None = No
         default=os.cpu_count() or 1,
         help="make -j (default: all CPUs; make runs niced)",
     )
+    add_accel_option(cli)
+    cli.add_argument("pytest_args", nargs="*" if default_tests else "+",
+                     default=[default_tests] if default_tests else None, metavar="PYTEST_ARGS",
+                     help="after --: the tests (node ids, files, -k EXPR)"
+                     + (f"; default: {default_tests}" if default_tests else ""))  # fmt: skip
+
+
+def add_accel_option(cli: argparse.ArgumentParser) -> None:
+    """`--accel`, for a command that boots kernels it builds nothing for too."""
     cli.add_argument(
         "--accel",
         choices=("auto", "kvm", "tcg"),
         default="auto",
         help="VM acceleration (auto: KVM only if a probe guest boots)",
     )
-    cli.add_argument("pytest_args", nargs="*" if default_tests else "+",
-                     default=[default_tests] if default_tests else None, metavar="PYTEST_ARGS",
-                     help="after --: the tests (node ids, files, -k EXPR)"
-                     + (f"; default: {default_tests}" if default_tests else ""))  # fmt: skip
 
 
 def run_tests(

@@ -143,10 +143,10 @@ class _Lists:
 
 def test_a_resolution_is_reused_while_the_lists_stay_the_same(tmp_path: Path) -> None:
     apt = _Lists(tmp_path)
-    first = debian._resolved(apt, "cloud-amd64", lambda _: None)  # type: ignore[arg-type]
-    again = debian._resolved(apt, "cloud-amd64", lambda _: None)  # type: ignore[arg-type]
+    first = debian._resolved(apt, "linux-image-cloud-amd64", lambda _: None)  # type: ignore[arg-type]
+    again = debian._resolved(apt, "linux-image-cloud-amd64", lambda _: None)  # type: ignore[arg-type]
     assert first == again == [debian.Package("linux-image-cloud-amd64", "1.0", 10)]
     assert apt.asked == 1
     (tmp_path / "lists" / "Packages").write_text("index v2, one byte longer")
-    debian._resolved(apt, "cloud-amd64", lambda _: None)  # type: ignore[arg-type]
+    debian._resolved(apt, "linux-image-cloud-amd64", lambda _: None)  # type: ignore[arg-type]
     assert apt.asked == 2
