@@ -19,11 +19,18 @@ import subprocess
 import tarfile
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any, TypeVar
 
-from kernels.acquire.catalog import DebianKernel, KernelSpec, RunningKernel, SourceKernel
+from kernels.acquire.catalog import (
+    DebianKernel,
+    KernelSpec,
+    RunningKernel,
+    SourceKernel,
+    load_catalog,
+    lookup,
+)
 from kernels.acquire.debian import AptSuite
 from kernels.errors import KernelsError
 from kernels.paths import cache_dir, locked
@@ -33,6 +40,7 @@ NEWEST_SUITE = "sid"  # Debian's newest kernels: the source a kernel without its
 RECORD = "corpus.json"  # beside an extracted tree: the package it came from, or its absence
 _SOURCE_PACKAGE = "linux-source"  # the metapackage that depends on linux-source-<version>
 _PINNED = re.compile(r"^\s*(linux-source-[\d.]+)\s*\(\s*=\s*([^)\s]+)\s*\)")
+T = TypeVar("T")
 _MAKEFILE_FIELD = re.compile(r"^(VERSION|PATCHLEVEL|SUBLEVEL)\s*=\s*(\d+)\s*$", re.M)
 
 
@@ -220,3 +228,49 @@ def resolve_auto(
         else:
             out.append(word)
     return out
+
+
+def chosen_for_session(
+    wanted: str,
+    why: str,
+    kernel: str | None,
+    named: Callable[[Path], T],
+    auto: Callable[[KernelSpec | None], tuple[T, str]],
+) -> tuple[T, str] | None:
+    """What a session's ``auto|DIR|off`` option chose, and why: None for ``off``; the folder
+    the user named; for ``auto``, the one of the kernel under test (a guest's
+    NETREGRESS_KERNEL, else `kernel` — ``--kernel`` — else the running one)."""
+    if wanted == "off":
+        return None
+    if wanted != "auto":
+        return named(Path(wanted)), why or "named on the command line"
+    name = os.environ.get("NETREGRESS_KERNEL") or kernel
+    return auto(lookup(load_catalog(), name) if name else None)
+
+
+class ToWorkers:
+    """xdist: every worker takes the controller's choice (resolved, downloaded, built once),
+    sent as the fields of its dataclass (a folder first) and the reason."""
+
+    def __init__(self, stash_key: Any, worker_key: str) -> None:
+        self.stash_key = stash_key
+        self.worker_key = worker_key
+
+    @classmethod
+    def register(cls, config: Any, stash_key: Any, worker_key: str) -> None:
+        """Register one with a controller session's plugin manager, when xdist is there."""
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(cls(stash_key, worker_key), f"{worker_key}-xdist")
+
+    def pytest_configure_node(self, node: Any) -> None:
+        chosen = node.config.stash.get(self.stash_key, None)
+        node.workerinput[self.worker_key] = (
+            None if chosen is None else [*(str(field) for field in astuple(chosen[0])), chosen[1]]
+        )
+
+
+def from_controller(given: list[str] | None, make: Callable[..., T]) -> tuple[T, str] | None:
+    """A worker's copy of the controller's choice (:class:`ToWorkers`)."""
+    if given is None:
+        return None
+    return make(Path(given[0]), *given[1:-1]), given[-1]

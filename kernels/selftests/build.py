@@ -80,12 +80,18 @@ def _generated(net: Path) -> list[str]:
 
 
 def _why(name: str, log: str) -> str:
-    """The first error line of the build log that names `name` (or the generic answer)."""
+    """Why `name` was not built: its kind (a BPF object needs clang and libbpf, which needs
+    libelf-dev), then the first error line of the build log that names it, else the first
+    error of the build."""
     stem = name.removesuffix(".o").removesuffix(".bpf")
-    for line in log.splitlines():
-        if stem in line and _ERROR.search(line):
-            return line.strip()[:200]
-    return f"not built (see {BUILD_LOG})"
+    kind = (
+        "a BPF object (needs clang, and libbpf built with libelf-dev): "
+        if name.endswith(".bpf.o")
+        else ""
+    )
+    errors = [line.strip() for line in log.splitlines() if _ERROR.search(line)]
+    mine = next((line for line in errors if stem in line), "")
+    return (kind + (mine or (errors[0] if errors else f"not built (see {BUILD_LOG})")))[:240]
 
 
 def build_helpers(top: Path, net: Path, status: Status, jobs: int = 2) -> Helpers:

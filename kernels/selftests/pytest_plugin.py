@@ -25,9 +25,8 @@ from typing import Any
 
 import pytest
 
-from kernels.acquire.catalog import load_catalog as load_kernels
-from kernels.acquire.catalog import lookup
 from kernels.acquire.kernel import version_under_test
+from kernels.acquire.linux_source import ToWorkers, chosen_for_session, from_controller
 from kernels.errors import KernelsError
 from kernels.matrix.expectations import (
     DEFAULT_EXPECTATIONS,
@@ -50,19 +49,17 @@ MARKER = "kernel_selftests"
 _CHOSEN = pytest.StashKey[tuple[Selftests, str] | None]()
 _HELPERS = pytest.StashKey[Helpers | None]()
 _WORKER_KEY = "netregress_kernel_selftests"
+_HELP = (
+    "also run the kernel's own network shell selftests (tools/testing/selftests/net "
+    "and net/forwarding) as items of tests/cases/kernel-net.selftests: 'auto' takes them "
+    "from the kernel under test's source (its tree, or Debian's linux-source package of "
+    "its suite; the newest one for a kernel without), DIR a kernel tree; default off"
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("netregress kernels")
-    group.addoption(
-        OPTION,
-        default="off",
-        metavar="auto|DIR|off",
-        help="also run the kernel's own network shell selftests (tools/testing/selftests/net "
-        "and net/forwarding) as items of tests/cases/kernel-net.selftests: 'auto' takes them "
-        "from the kernel under test's source (its tree, or Debian's linux-source package of "
-        "its suite; the newest one for a kernel without), DIR a kernel tree; default off",
-    )
+    group.addoption(OPTION, metavar="auto|DIR|off", default="off", help=_HELP)
     group.addoption(
         SET_OPTION,
         choices=("fast", "all"),
@@ -77,37 +74,27 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}: the kernel's own network shell selftests")
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     if workerinput is not None and _WORKER_KEY in workerinput:
-        given = workerinput[_WORKER_KEY]  # the controller's choice: resolved once
-        chosen = (
-            None if given is None else (Selftests(Path(given[0]), given[1], given[2]), given[3])
-        )
+        chosen = from_controller(workerinput[_WORKER_KEY], Selftests)
         config.stash[_CHOSEN] = chosen
         config.stash[_HELPERS] = None if chosen is None else read_helpers(chosen[0].net)
         return
     try:
-        chosen = _resolve(config)
+        chosen = chosen_for_session(
+            config.getoption(OPTION),
+            config.getoption(WHY_OPTION),
+            config.getoption("--kernel", default=None),
+            from_directory,
+            lambda spec: for_kernel(spec, _say),
+        )
         config.stash[_CHOSEN] = chosen
         config.stash[_HELPERS] = None if chosen is None else _helpers(chosen[0])
     except KernelsError as exc:
         raise pytest.UsageError(f"{OPTION}: {exc}") from None
-    if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_ToWorkers(), "netregress-kernel-selftests-xdist")
+    ToWorkers.register(config, _CHOSEN, _WORKER_KEY)
 
 
 def _say(message: str) -> None:
     print(f"netregress selftests: {message}", flush=True)
-
-
-def _resolve(config: pytest.Config) -> tuple[Selftests, str] | None:
-    wanted = config.getoption(OPTION)
-    if wanted == "off":
-        return None
-    if wanted != "auto":
-        why = config.getoption(WHY_OPTION) or "named on the command line"
-        return from_directory(Path(wanted)), why
-    name = os.environ.get("NETREGRESS_KERNEL") or config.getoption("--kernel", default=None)
-    spec = lookup(load_kernels(), name) if name else None
-    return for_kernel(spec, _say)
 
 
 def _helpers(selftests: Selftests) -> Helpers | None:
@@ -115,19 +102,6 @@ def _helpers(selftests: Selftests) -> Helpers | None:
     if in_netregress_vm():
         return read_helpers(selftests.net)
     return build_helpers(selftests.top, selftests.net, _say)
-
-
-class _ToWorkers:
-    """xdist: every worker runs the controller's tree (resolved, and built, once)."""
-
-    @staticmethod
-    def pytest_configure_node(node: Any) -> None:
-        chosen = node.config.stash.get(_CHOSEN, None)
-        node.workerinput[_WORKER_KEY] = (
-            None
-            if chosen is None
-            else [str(chosen[0].top), chosen[0].origin, chosen[0].version, chosen[1]]
-        )
 
 
 def chosen_selftests(config: pytest.Config) -> tuple[Selftests, str] | None:
