@@ -36,6 +36,7 @@ _TEST_LINE = re.compile(r"^\s*TEST: (?P<name>.*?)\s*\[\s*(?P<word>OK|FAIL|SKIP|X
 _KTAP_LINE = re.compile(
     r"^\s*(?P<not>not )?ok \d+(?: -)? (?P<name>.*?)\s*(?:#\s*(?P<directive>SKIP|XFAIL|TODO)\b.*)?$"
 )
+_NOT_FOUND = re.compile(r"(?:^|: )(?P<program>[\w.+-]+): (?:command )?not found\s*$")
 _WORD_LINE = re.compile(r"^(?P<word>PASS|FAIL|SKIP): (?P<name>.+?)\s*$")
 _WORDS = {
     "OK": Verdict.PASS,
@@ -79,17 +80,21 @@ def sub_results(lines: list[tuple[str, int]], troubles: str) -> tuple[list[SubRe
     last result line: the script's own set-up or end).
 
     `lines` are the output's lines, each with the length the trouble log had when the line
-    was read; `troubles` is that log's text."""
+    was read; `troubles` is that log's text. A program the shell could not find (``x:
+    command not found`` in the output) is a trouble of the result after it too."""
     results: list[SubResult] = []
     claimed = 0
+    missing: list[str] = []
     for line, logged in lines:
         parsed = parse_line(line)
         if parsed is None:
+            if found := _NOT_FOUND.search(line):
+                missing.append(f"missing\t{found['program']}\t")
             continue
-        mine = _log_lines(troubles[claimed:logged])
-        claimed = max(claimed, logged)
+        mine = _log_lines(troubles[claimed:logged]) + missing
+        claimed, missing = max(claimed, logged), []
         results.append(SubResult(parsed[0], parsed[1], tuple(mine)))
-    return results, _log_lines(troubles[claimed:])
+    return results, _log_lines(troubles[claimed:]) + missing
 
 
 def _log_lines(text: str) -> list[str]:

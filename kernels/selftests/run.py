@@ -40,7 +40,6 @@ _CONTAIN = (
     "--propagation", "private",
 )  # fmt: skip
 _TIMEOUT_SETTING = re.compile(r"^timeout=(\d+)\s*$", re.M)
-_NOT_FOUND = re.compile(r"(?:^|: )(?P<program>[\w.+-]+): (?:command )?not found\s*$")
 
 
 def settings_timeout(folder: Path) -> float | None:
@@ -110,11 +109,8 @@ def run_script(script: Path, *, timeout: float | None, contained: bool) -> Scrip
         wall = time.monotonic() - started
         log = troubles.read_text(errors="replace")
     results, unclaimed = sub_results(lines, log)
-    missing = sorted(
-        {f"missing\t{m['program']}" for line, _ in lines if (m := _NOT_FOUND.search(line))}
-    )
     output = "".join(line + "\n" for line, _ in lines)
-    return ScriptRun(code, output, tuple(results), tuple(unclaimed + missing), wall)
+    return ScriptRun(code, output, tuple(results), tuple(unclaimed), wall)
 
 
 def _read(

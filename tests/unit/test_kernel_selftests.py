@@ -108,6 +108,8 @@ def _never(name: str) -> Expectation | None:
         ("echo 'TEST: a [ OK ]'; echo oops; exit 1\n", Outcome.FAIL,
          "exit 1 with no failed sub-test: oops"),
         ("echo 'TEST: a [FAIL]'; exit 4\n", Outcome.FAIL, "1 of 1 sub-tests failed: a"),
+        ("nr-no-such-tool -x; echo 'TEST: a [FAIL]'; exit 1\n", Outcome.SKIP,
+         "'nr-no-such-tool' is not installed or was not built"),
         ("echo 'TEST: a [ OK ]'; sleep 30\n", Outcome.FAIL,
          "timed out after 1 s (settings); 1 sub-tests"),
         broken("echo 'TEST: a [ OK ]'; echo 'TEST: b [FAIL]'; exit 0\n", Outcome.PASS, "",
