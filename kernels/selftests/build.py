@@ -26,6 +26,10 @@ from kernels.progress import Status
 RECORD = ".netregress-helpers.json"
 BUILD_LOG = ".netregress-build.log"
 _GENERATED = ("TEST_GEN_FILES", "TEST_GEN_PROGS")
+# The YNL programs: their libynl is generated from Documentation/netlink/specs by a Python
+# generator that ran for minutes without an end on Debian 12 (7.2's tree); left out, named.
+_YNL = ("YNL_GEN_FILES", "YNL_GEN_PROGS")
+_NO_YNL = [f"{variable}=" for variable in _YNL]
 _PRINT_RULE = "netregress-print-%:\n\t@echo $($*)\n"
 _ERROR = re.compile(r"error|Error \d|No such file", re.I)
 
@@ -63,13 +67,13 @@ def _make(args: list[str], cwd: Path, log: Path, timeout: float) -> None:
             raise KernelsError(f"make {' '.join(args)} in {cwd}: {exc}") from None
 
 
-def _generated(net: Path) -> list[str]:
+def _generated(net: Path, variables: tuple[str, ...] = _GENERATED) -> list[str]:
     """What the net Makefile generates (its helpers), as make itself expands it."""
     with tempfile.NamedTemporaryFile("w", suffix=".mk") as rule:
         rule.write(_PRINT_RULE)
         rule.flush()
         names: list[str] = []
-        for variable in _GENERATED:
+        for variable in variables:
             proc = subprocess.run(
                 ["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", rule.name,
                  f"netregress-print-{variable}"],
@@ -79,10 +83,12 @@ def _generated(net: Path) -> list[str]:
     return names
 
 
-def _why(name: str, log: str) -> str:
+def _why(name: str, log: str, ynl: list[str]) -> str:
     """Why `name` was not built: its kind (a BPF object needs clang and libbpf, which needs
-    libelf-dev), then the first error line of the build log that names it, else the first
-    error of the build."""
+    libelf-dev; a YNL program is not built), then the first error line of the build log that
+    names it, else the first error of the build."""
+    if name in ynl:
+        return "a YNL program (libynl, generated from Documentation/netlink/specs): not built"
     stem = name.removesuffix(".o").removesuffix(".bpf")
     kind = (
         "a BPF object (needs clang, and libbpf built with libelf-dev): "
@@ -108,11 +114,12 @@ def build_helpers(top: Path, net: Path, status: Status, jobs: int = 2) -> Helper
         if not (top / "usr" / "include" / "linux").is_dir():
             raise KernelsError(f"make headers_install in {top} installed nothing (see {log})")
         status(f"building the network selftests' helpers in {net} (once per tree)")
-        _make(["-k", f"-j{jobs}"], net, log, 3600)
+        _make(["-k", f"-j{jobs}", *_NO_YNL], net, log, 3600)
         names = _generated(net)
+        ynl = _generated(net, _YNL)
         text = log.read_text(errors="replace")
         built = tuple(name for name in names if (net / name).exists())
-        left_out = {name: _why(name, text) for name in names if not (net / name).exists()}
+        left_out = {name: _why(name, text, ynl) for name in names if not (net / name).exists()}
         (net / RECORD).write_text(
             json.dumps({"built": built, "left_out": left_out}, indent=2) + "\n"
         )

@@ -212,7 +212,7 @@ class SelftestScript(pytest.Item):
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.script, None, self.name
+        return self.script, None, f"selftest {self.name}"
 
 
 class _Known:

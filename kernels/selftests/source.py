@@ -24,7 +24,7 @@ NET_DIR = PurePosixPath("tools/testing/selftests/net")
 OPTION = "--kernel-selftests"  # the pytest option (kernels/selftests/pytest_plugin.py)
 WHY_OPTION = "--kernel-selftests-why"  # why the host chose a guest's tree (not for users)
 _TOP_FILES = {"Makefile", "Kbuild", "Kconfig"}
-_FOLDERS = ("scripts", "include", "usr", "tools", "arch/x86", "Documentation/netlink")
+_FOLDERS = ("scripts", "include", "usr", "tools", "arch/x86")
 
 
 def _wanted(inner: PurePosixPath) -> bool:
