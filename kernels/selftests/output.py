@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+LINK_TYPE = "link-type\t"  # a trouble log line's kind: the kernel refused a link type
+
 
 class Verdict(StrEnum):
     """A sub-test's verdict, as the kselftest runner words them."""
@@ -81,17 +83,22 @@ def sub_results(lines: list[tuple[str, int]], troubles: str) -> tuple[list[SubRe
 
     `lines` are the output's lines, each with the length the trouble log had when the line
     was read; `troubles` is that log's text. A program the shell could not find (``x:
-    command not found`` in the output) is a trouble of the result after it too."""
+    command not found`` in the output) is a trouble of the result after it too. A link type
+    the kernel refused stays a trouble of every later result: the script built its topology
+    without that device, and whatever fails after is not judged."""
     results: list[SubResult] = []
     claimed = 0
     missing: list[str] = []
+    sticky: list[str] = []
     for line, logged in lines:
         parsed = parse_line(line)
         if parsed is None:
             if found := _NOT_FOUND.search(line):
                 missing.append(f"missing\t{found['program']}\t")
             continue
-        mine = _log_lines(troubles[claimed:logged]) + missing
+        segment = _log_lines(troubles[claimed:logged])
+        mine = list(dict.fromkeys(segment + missing + sticky))
+        sticky += [trouble for trouble in segment if trouble.startswith(LINK_TYPE)]
         claimed, missing = max(claimed, logged), []
         results.append(SubResult(parsed[0], parsed[1], tuple(mine)))
     return results, _log_lines(troubles[claimed:]) + missing

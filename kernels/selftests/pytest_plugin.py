@@ -245,6 +245,6 @@ def _iproute2_version() -> str:
         return "(unknown version)"
     words = text.split()
     return next(
-        (word.removeprefix("iproute2-") for word in words if word.startswith("iproute2-")),
+        (word.removeprefix("iproute2-").rstrip(",") for word in words if "iproute2-" in word),
         text.strip(),
     )

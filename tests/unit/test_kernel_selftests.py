@@ -76,6 +76,17 @@ def test_each_trouble_belongs_to_the_result_after_it() -> None:
     assert results[1].blamed_elsewhere and not results[2].blamed_elsewhere
 
 
+def test_a_refused_link_type_is_a_trouble_of_every_later_result() -> None:
+    """The script's topology lacks the device from then on; a usage error is not sticky."""
+    log = "link-type\tip link add d0 type dummy\tdummy\n"
+    usage = "iproute2\tip x\tGarbage instead of arguments\n"
+    lines = [("TEST: a [FAIL]", len(log)), ("TEST: b [FAIL]", len(log + usage)),
+             ("TEST: c [FAIL]", len(log + usage))]  # fmt: skip
+    results, _ = sub_results(lines, log + usage)
+    assert [len(result.troubles) for result in results] == [1, 2, 1]
+    assert all(log.strip() in result.troubles for result in results)
+
+
 @pytest.mark.parametrize(
     ("settings", "timeout"),
     [(None, DEFAULT_TIMEOUT), ("timeout=120\n", 120.0), ("timeout=0\n", None), ("# none\n", 45.0)],
@@ -162,6 +173,24 @@ def test_a_too_old_iproute2_is_a_skip_naming_it(
     judgement = judge(run, _never, "6.1.0", 30.0)
     assert judgement.outcome == outcome
     assert "iproute2 6.1.0 is too old for the script (`ip link set dev lo frobnicate on`" in (
+        judgement.message
+    )
+
+
+_LINK_TYPE = """
+if ! ip link add nrksft0 type nr_no_such_type; then
+	echo 'TEST: a device the kernel has no type for [FAIL]'
+	exit 1
+fi
+"""
+
+
+@pytest.mark.needs_root("the stand-in's `ip link add` runs in a namespace of its own")
+def test_a_link_type_the_kernel_lacks_is_a_skip_naming_it(tmp_path: Path) -> None:
+    run = run_script(_script(tmp_path, _LINK_TYPE), timeout=30.0, contained=True)
+    judgement = judge(run, _never, "6.1.0", 30.0)
+    assert judgement.outcome == Outcome.SKIP
+    assert "the kernel has no 'nr_no_such_type' link type (`ip link add nrksft0" in (
         judgement.message
     )
 
