@@ -20,6 +20,7 @@ import argparse
 import os
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,9 @@ from kernels.matrix.expectations import (
     load_expectations,
 )
 from kernels.selftests.build import Helpers, build_helpers, read_helpers
-from kernels.selftests.run import run_script, settings_timeout
+from kernels.selftests.output import Verdict
+from kernels.selftests.protocols import missing_protocols, needs
+from kernels.selftests.run import ScriptRun, run_script, settings_timeout
 from kernels.selftests.scripts import load_catalog, scripts, subsystem, uncontained
 from kernels.selftests.source import OPTION, WHY_OPTION, Selftests, for_kernel, from_directory
 from kernels.selftests.verdict import Outcome, judge
@@ -189,7 +192,7 @@ class SelftestScript(pytest.Item):
 
         ready(self.config)  # root (or a user namespace) to unshare: the fix if we lack it
         timeout = settings_timeout(self.script.parent)
-        run = run_script(self.script, timeout=timeout, contained=not in_vm)
+        run = with_protocols(run_script(self.script, timeout=timeout, contained=not in_vm))
         self.add_report_section("call", "selftest output", run.output)
         lines = "".join(f"{result.verdict}\t{result.name}\n" for result in run.results)
         self.user_properties.append((SUBTESTS_PROPERTY, lines))
@@ -228,6 +231,21 @@ class _Known:
 
     def __call__(self, name: str) -> Expectation | None:
         return expected_failure(self.entries, f"{self.nodeid}::{name}", self.kernel, self.version)
+
+
+def with_protocols(run: ScriptRun) -> ScriptRun:
+    """`run` with each failed sub-test named for a protocol this kernel lacks blamed on that
+    (kernels/selftests/protocols.py); probed only when a sub-test failed."""
+    if not any(result.verdict == Verdict.FAIL for result in run.results):
+        return run
+    missing = missing_protocols()
+    results = tuple(
+        replace(result, troubles=(*result.troubles, trouble))
+        if result.verdict == Verdict.FAIL and (trouble := needs(result.name, missing))
+        else result
+        for result in run.results
+    )
+    return replace(run, results=results)
 
 
 def _uncontained(script: Path) -> str:

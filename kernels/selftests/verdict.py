@@ -43,9 +43,14 @@ def describe_trouble(line: str, iproute2: str) -> str:
     if kind == "iproute2":
         return f"iproute2 {iproute2} is too old for the script (`{command}`: {detail})"
     if kind == "link-type":
-        return f"the kernel has no '{detail}' link type (`{command}`)"
+        link, _, error = detail.partition(": ")
+        if "Unknown device type" in error:
+            return f"the kernel has no '{link}' link type (`{command}`)"
+        return f"the kernel refused a '{link}' link (`{command}`: {error})"
     if kind == "missing":
         return f"'{command}' is not installed or was not built"
+    if kind == "protocol":
+        return f"the kernel has no {command} (socket(): {detail})"
     return line
 
 
@@ -66,11 +71,11 @@ def judge(
         done = f"; {len(run.results)} sub-tests reported before" if run.results else ""
         return Judgement(Outcome.FAIL, f"timed out after {timeout:.0f} s (settings){done}")
     failed = [result for result in run.results if result.verdict == Verdict.FAIL]
-    elsewhere = [result for result in failed if result.blamed_elsewhere]
-    kernel = [result for result in failed if not result.blamed_elsewhere]
     entries = {r.name: entry for r in run.results if (entry := known(r.name)) is not None}
-    expected = [result for result in kernel if result.name in entries]
-    unknown = [result for result in kernel if result.name not in entries]
+    # A known difference names its sub-test: it wins over a trouble the sub-test inherited.
+    expected = [result for result in failed if result.name in entries]
+    elsewhere = [r for r in failed if r.blamed_elsewhere and r.name not in entries]
+    unknown = [r for r in failed if not r.blamed_elsewhere and r.name not in entries]
     fixed = [r for r in run.results if r.verdict == Verdict.PASS and r.name in entries]
     troubles = sorted({describe_trouble(r.blamed_elsewhere, iproute2) for r in elsewhere})
     if run.exit_code == SKIP_EXIT and not failed:

@@ -16,6 +16,7 @@ import pytest
 
 from kernels.matrix.expectations import Expectation, VersionRange
 from kernels.selftests.output import SubResult, Verdict, parse_line, sub_results
+from kernels.selftests.protocols import needs
 from kernels.selftests.run import DEFAULT_TIMEOUT, ScriptRun, run_script, settings_timeout
 from kernels.selftests.scripts import makefile_scripts, scripts, subsystem, uncontained
 from kernels.selftests.source import PART, from_directory
@@ -219,6 +220,11 @@ def test_known_differences_are_judged_per_sub_test() -> None:
     assert also.outcome == Outcome.FAIL and "1 of 2 sub-tests failed: c" in also.message
     fixed = judge(_run(("b", Verdict.PASS), code=0), known, "6.1.0", 30.0)
     assert fixed.outcome == Outcome.FAIL and "narrow the entry" in fixed.message
+    inherited = ("link-type\tip link add red type vrf\tvrf: Error: Unknown device type.",)
+    blamed = ScriptRun(1, "", (SubResult("b", FAIL, inherited),), (), 0.1)
+    assert judge(blamed, known, "6.1.0", 30.0).outcome == Outcome.XFAIL  # the entry is specific
+    alone = judge(blamed, _never, "6.1.0", 30.0)
+    assert alone.outcome == Outcome.SKIP and "the kernel has no 'vrf' link type" in alone.message
 
 
 _ESCAPE = """
@@ -352,3 +358,25 @@ def test_items_markers_and_verdicts(pytester: pytest.Pytester, tmp_path: Path) -
     assert "kernel selftests: Linux 9.9.1 network selftests from directory" in out
     fast = pytester.runpytest("--co", "-q", *args[:2])
     assert not [line for line in fast.outlines if "::" in line]  # not in the fast set
+
+
+_NO_SCTP = "protocol\tSCTP\tProtocol not supported"
+
+
+@pytest.mark.parametrize(
+    ("name", "trouble"),
+    [
+        ("ip_local_port_range.ip4_stcp.get_port_range", _NO_SCTP),
+        ("sctp_vrf: client in vrf", _NO_SCTP),
+        ("ip_local_port_range.ip4_tcp.get_port_range", ""),
+        broken("ip_local_port_range.ip6_mptcp.get_port_range", _NO_SCTP,
+               id="other-protocol", why="an MPTCP check does not need SCTP"),
+    ],
+)  # fmt: skip
+def test_a_sub_test_named_for_a_missing_protocol_is_not_judged(name: str, trouble: str) -> None:
+    assert needs(name, {"SCTP": "Protocol not supported"}) == trouble
+    failed = SubResult(name, FAIL, (trouble,) if trouble else ())
+    judgement = judge(ScriptRun(1, "", (failed,), (), 0.1), _never, "6.1.0", 30.0)
+    assert judgement.outcome == (Outcome.SKIP if trouble else Outcome.FAIL)
+    if trouble:
+        assert "the kernel has no SCTP (socket(): Protocol not supported)" in judgement.message

@@ -37,9 +37,9 @@ usage='Garbage instead of arguments|Command line is not complete|is unknown, try
 usage+='is a garbage|Option ".*" is unknown|^Unknown (qdisc|filter|action|command|option)'
 if line=$(grep -m1 -E "$usage" <<<"$err"); then
 	printf 'iproute2\t%s\t%s\n' "$command" "$line" >>"$NETREGRESS_KSFT_TROUBLES"
-elif grep -q -E 'Unknown device type|Operation not supported' <<<"$err" &&
+elif line=$(grep -m1 -E 'Unknown device type|Operation not supported' <<<"$err") &&
 	[[ " $* " =~ \ l(i|in|ink)?\ (.*\ )?a(d|dd)?\ (.*\ )?type\  ]]; then
 	kind=$(sed -E 's/.* type ([^ ]+).*/\1/' <<<" $* ")
-	printf 'link-type\t%s\t%s\n' "$command" "$kind" >>"$NETREGRESS_KSFT_TROUBLES"
+	printf 'link-type\t%s\t%s: %s\n' "$command" "$kind" "$line" >>"$NETREGRESS_KSFT_TROUBLES"
 fi
 exit $rc
