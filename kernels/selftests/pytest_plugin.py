@@ -41,7 +41,7 @@ from kernels.selftests.protocols import missing_protocols, needs
 from kernels.selftests.run import ScriptRun, run_script, settings_timeout
 from kernels.selftests.scripts import load_catalog, scripts, subsystem, uncontained
 from kernels.selftests.source import OPTION, WHY_OPTION, Selftests, for_kernel, from_directory
-from kernels.selftests.verdict import Outcome, judge
+from kernels.selftests.verdict import Judgement, Outcome, judge
 from netns.features import in_netregress_vm
 
 ANCHOR_SUFFIX = ".selftests"
@@ -191,28 +191,30 @@ class SelftestScript(pytest.Item):
         from netns.readiness import ready
 
         ready(self.config)  # root (or a user namespace) to unshare: the fix if we lack it
-        timeout = settings_timeout(self.script.parent)
-        run = with_protocols(run_script(self.script, timeout=timeout, contained=not in_vm))
-        self.add_report_section("call", "selftest output", run.output)
-        lines = "".join(f"{result.verdict}\t{result.name}\n" for result in run.results)
-        self.user_properties.append((SUBTESTS_PROPERTY, lines))
-        judgement = judge(run, self._known_failures(), _iproute2_version(), timeout)
+        try:
+            judgement = self._run(contained=not in_vm)
+        except KernelsError as exc:
+            pytest.fail(f"{self.name}: {exc}", pytrace=False)
         if judgement.outcome == Outcome.SKIP:
             pytest.skip(judgement.message)
         if judgement.outcome == Outcome.XFAIL:
             pytest.xfail(judgement.message)
         if judgement.outcome == Outcome.FAIL:
-            raise KernelsError(f"{self.name}: {judgement.message}")
+            pytest.fail(f"{self.name}: {judgement.message}", pytrace=False)
+
+    def _run(self, *, contained: bool) -> Judgement:
+        """Run the script (its output a report section, its sub-tests a property), judged."""
+        timeout = settings_timeout(self.script.parent)
+        run = with_protocols(run_script(self.script, timeout=timeout, contained=contained))
+        self.add_report_section("call", "selftest output", run.output)
+        lines = "".join(f"{result.verdict}\t{result.name}\n" for result in run.results)
+        self.user_properties.append((SUBTESTS_PROPERTY, lines))
+        return judge(run, self._known_failures(), _iproute2_version(), timeout)
 
     def _known_failures(self) -> "_Known":
         path = Path(os.environ.get("NETREGRESS_EXPECTATIONS") or DEFAULT_EXPECTATIONS)
         kernel = os.environ.get("NETREGRESS_KERNEL") or "running"
         return _Known(load_expectations(path), self.nodeid, kernel, version_under_test())
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, KernelsError):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.script, None, f"selftest {self.name}"

@@ -36,6 +36,7 @@ SUBSYSTEM_PATTERNS = (
     ("*ipip*", "tunnel"),
     ("*tunnel*", "tunnel"),
     ("l2_tos_ttl_inherit.sh", "tunnel"),
+    ("traceroute*", "icmp"),
     ("fib*", "routing"),
     ("*nexthop*", "routing"),
     ("*route*", "routing"),
