@@ -14,12 +14,14 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from kernels.acquire.catalog import SourceKernel
 from kernels.matrix.expectations import Expectation, VersionRange
+from kernels.selftests.build import Helpers, read_helpers
 from kernels.selftests.output import SubResult, Verdict, parse_line, sub_results
 from kernels.selftests.protocols import needs
 from kernels.selftests.run import DEFAULT_TIMEOUT, ScriptRun, run_script, settings_timeout
 from kernels.selftests.scripts import makefile_scripts, scripts, subsystem, uncontained
-from kernels.selftests.source import PART, from_directory
+from kernels.selftests.source import PART, from_directory, guest_args
 from kernels.selftests.verdict import Outcome, judge
 from netns import rootstate
 from netns.variants import broken
@@ -380,3 +382,14 @@ def test_a_sub_test_named_for_a_missing_protocol_is_not_judged(name: str, troubl
     assert judgement.outcome == (Outcome.SKIP if trouble else Outcome.FAIL)
     if trouble:
         assert "the kernel has no SCTP (socket(): Protocol not supported)" in judgement.message
+
+
+def test_a_guest_gets_the_tree_auto_means_for_its_kernel_built(tmp_path: Path) -> None:
+    tree = _tree(tmp_path / "linux")
+    spec = SourceKernel("net-next", tree=tree)
+    args = guest_args(["-m", "vxlan", "--kernel-selftests", "auto", "tests/cases"], spec, print)
+    why = "--kernel-selftests-why=the source tree of net-next"
+    assert args == ["-m", "vxlan", f"--kernel-selftests={tree}", why, "tests/cases"]
+    assert read_helpers(tree / NET) == Helpers(("helper",), {})  # built on the host, for it
+    named = ["--kernel-selftests", "/src/x", "-k", "auto"]
+    assert guest_args(named, spec, print) == named
