@@ -35,6 +35,7 @@ from kernels.matrix.expectations import (
     expected_failure,
     load_expectations,
 )
+from kernels.matrix.results import SUBTESTS_PROPERTY
 from kernels.selftests.build import Helpers, build_helpers, read_helpers
 from kernels.selftests.output import Verdict
 from kernels.selftests.protocols import missing_protocols, needs
@@ -46,7 +47,6 @@ from netns.features import in_netregress_vm
 
 ANCHOR_SUFFIX = ".selftests"
 PROPERTY = "kernel_selftests"
-SUBTESTS_PROPERTY = "ksft_subtests"  # one line per sub-test: verdict, tab, name
 SET_OPTION = "--kernel-selftests-set"
 MARKER = "kernel_selftests"
 _CHOSEN = pytest.StashKey[tuple[Selftests, str] | None]()
