@@ -8,7 +8,8 @@ depend on where the tree lives). An item runs its script as that runner would
 (kernels/selftests/run.py: its folder, the ``settings`` timeout, exit 4 a skip), contained in
 namespaces of its own on a host, and is judged per sub-test (kernels/selftests/verdict.py):
 the item fails naming each failed check, and its ``ksft_subtests`` property lists every
-sub-test with its verdict (JUnit, the report log, the matrix's cells). The script's output is
+sub-test with its verdict (JUnit, the report log, the matrix's cells, a nested KTAP document
+in the KTAP files). The script's output is
 the item's ``selftest output`` section.
 
 Items carry the subsystem marker of their script (kernels/selftests/scripts.py) so ``-m
