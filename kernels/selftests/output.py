@@ -39,6 +39,8 @@ _KTAP_LINE = re.compile(
     r"^\s*(?P<not>not )?ok \d+(?: -)? (?P<name>.*?)\s*(?:#\s*(?P<directive>SKIP|XFAIL|TODO)\b.*)?$"
 )
 _NOT_FOUND = re.compile(r"(?:^|: )(?P<program>[\w.+-]+): (?:command )?not found\s*$")
+# A helper object the script needs and the build left out ("Missing lib/xdp_dummy.bpf.o").
+_MISSING_OBJECT = re.compile(r"(?:[Mm]issing|No such file).*?(?P<file>[\w./-]+\.o)\b")
 _WORD_LINE = re.compile(r"^(?P<word>PASS|FAIL|SKIP): (?P<name>.+?)\s*$")
 _WORDS = {
     "OK": Verdict.PASS,
@@ -83,7 +85,8 @@ def sub_results(lines: list[tuple[str, int]], troubles: str) -> tuple[list[SubRe
 
     `lines` are the output's lines, each with the length the trouble log had when the line
     was read; `troubles` is that log's text. A program the shell could not find (``x:
-    command not found`` in the output) is a trouble of the result after it too. A link type
+    command not found`` in the output), or a helper object the build left out, is a trouble of
+    the result after it too. A link type
     the kernel refused stays a trouble of every later result: the script built its topology
     without that device, and whatever fails after is not judged."""
     results: list[SubResult] = []
@@ -95,6 +98,8 @@ def sub_results(lines: list[tuple[str, int]], troubles: str) -> tuple[list[SubRe
         if parsed is None:
             if found := _NOT_FOUND.search(line):
                 missing.append(f"missing\t{found['program']}\t")
+            elif found := _MISSING_OBJECT.search(line):
+                missing.append(f"missing\t{found['file']}\t")
             continue
         segment = _log_lines(troubles[claimed:logged])
         mine = list(dict.fromkeys(segment + missing + sticky))

@@ -393,3 +393,11 @@ def test_a_guest_gets_the_tree_auto_means_for_its_kernel_built(tmp_path: Path) -
     assert read_helpers(tree / NET) == Helpers(("helper",), {})  # built on the host, for it
     named = ["--kernel-selftests", "/src/x", "-k", "auto"]
     assert guest_args(named, spec, print) == named
+
+
+def test_a_helper_object_the_build_left_out_is_named() -> None:
+    lines = [("Missing lib/xdp_dummy.bpf.o. Run 'make' first", 0), ("TEST: xdp [FAIL]", 0)]
+    results, _ = sub_results(lines, "")
+    judgement = judge(ScriptRun(1, "", tuple(results), (), 0.1), _never, "6.1.0", 30.0)
+    assert judgement.outcome == Outcome.SKIP
+    assert "'lib/xdp_dummy.bpf.o' is not installed or was not built" in judgement.message

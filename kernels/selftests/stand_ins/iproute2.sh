@@ -41,5 +41,11 @@ elif line=$(grep -m1 -E 'Unknown device type|Operation not supported' <<<"$err")
 	[[ " $* " =~ \ l(i|in|ink)?\ (.*\ )?a(d|dd)?\ (.*\ )?type\  ]]; then
 	kind=$(sed -E 's/.* type ([^ ]+).*/\1/' <<<" $* ")
 	printf 'link-type\t%s\t%s: %s\n' "$command" "$kind" "$line" >>"$NETREGRESS_KSFT_TROUBLES"
+elif line=$(grep -m1 -E 'add tunnel .* failed: No such device' <<<"$err") &&
+	[[ " $* " == *" mode "* ]]; then
+	# `ip tunnel add` asks the mode's fallback device (ip6gre0, tunl0 …), which a kernel
+	# without that tunnel type does not have.
+	kind=$(sed -E 's/.* mode ([^ ]+).*/\1/' <<<" $* ")
+	printf 'link-type\t%s\t%s: %s\n' "$command" "$kind" "$line" >>"$NETREGRESS_KSFT_TROUBLES"
 fi
 exit $rc
