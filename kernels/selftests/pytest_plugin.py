@@ -45,6 +45,7 @@ from kernels.selftests.scripts import load_catalog, scripts, subsystem, uncontai
 from kernels.selftests.source import OPTION, WHY_OPTION, Selftests, for_kernel, from_directory
 from kernels.selftests.verdict import Judgement, Outcome, judge
 from netns.features import in_netregress_vm
+from netregress.errors import NetregressError
 
 ANCHOR_SUFFIX = ".selftests"
 PROPERTY = "kernel_selftests"
@@ -194,7 +195,7 @@ class SelftestScript(pytest.Item):
         ready(self.config)  # root (or a user namespace) to unshare: the fix if we lack it
         try:
             judgement = self._run(contained=not in_vm)
-        except KernelsError as exc:
+        except NetregressError as exc:  # ours (KernelsError) or a missing program's
             pytest.fail(f"{self.name}: {exc}", pytrace=False)
         if judgement.outcome == Outcome.SKIP:
             pytest.skip(judgement.message)
