@@ -40,7 +40,7 @@ from kernels.matrix.results import SUBTESTS_PROPERTY
 from kernels.selftests.build import Helpers, build_helpers, read_helpers
 from kernels.selftests.output import Verdict
 from kernels.selftests.protocols import missing_protocols, needs
-from kernels.selftests.run import ScriptRun, run_script, settings_timeout
+from kernels.selftests.run import ScriptRun, guest_loopback_up, run_script, settings_timeout
 from kernels.selftests.scripts import load_catalog, scripts, subsystem, uncontained
 from kernels.selftests.source import OPTION, WHY_OPTION, Selftests, for_kernel, from_directory
 from kernels.selftests.verdict import Judgement, Outcome, judge
@@ -207,6 +207,8 @@ class SelftestScript(pytest.Item):
     def _run(self, *, contained: bool) -> Judgement:
         """Run the script (its output a report section, its sub-tests a property), judged."""
         timeout = settings_timeout(self.script.parent)
+        if not contained:
+            guest_loopback_up()
         run = with_protocols(run_script(self.script, timeout=timeout, contained=contained))
         self.add_report_section("call", "selftest output", run.output)
         lines = "".join(f"{result.verdict}\t{result.name}\n" for result in run.results)

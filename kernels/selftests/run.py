@@ -80,6 +80,18 @@ def _env(bin_dir: Path, troubles: Path) -> dict[str, str]:
     return env
 
 
+def guest_loopback_up() -> None:
+    """In a VM guest only: bring up the guest's own ``lo``, as a booted system has it. The
+    scripts run in the guest's initial namespace there, and its init leaves ``lo`` down (our
+    cases make namespaces of their own): rtnetlink.sh's ``ip route get 127.0.0.1`` answered
+    "Network is unreachable" on 6.1 for that alone. On a host, contain.sh does this in the
+    script's own namespace."""
+    try:
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise KernelsError(f"cannot bring up the guest's lo: {exc}") from None
+
+
 def run_script(script: Path, *, timeout: float | None, contained: bool) -> ScriptRun:
     """Run `script` from its folder, reading its output as it comes (stdout and stderr as
     one stream), until it exits or `timeout` seconds pass (then it and everything it
