@@ -21,5 +21,6 @@ pytest_plugins = [
     "packetdrill.pytest_plugin",
     "evidence.report_html",
     "kernels.corpus.pytest_plugin",
+    "kernels.selftests.pytest_plugin",
     "kernels.pytest_plugin",
 ]

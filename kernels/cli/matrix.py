@@ -39,6 +39,7 @@ from kernels.report import kept_pcaps, record
 from kernels.report.model import build
 from kernels.report.outputs import publish
 from kernels.report.table import render_text
+from kernels.selftests.source import guest_args as selftests_guest_args
 from kernels.vm.session import VmSession, vm_session
 from netregress.errors import run_cli
 
@@ -205,9 +206,8 @@ def run_matrix(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 board.update(spec.name, "done: no test falls in this slice", final=True)
                 return KernelRun(name=spec.name, out_dir=out_dir / spec.name)
             status = board.status_for(spec.name)
-            mine = dataclasses.replace(
-                options, pytest_args=guest_args(options.pytest_args, spec, status)
-            )
+            resolved = selftests_guest_args(options.pytest_args, spec, status)
+            mine = dataclasses.replace(options, pytest_args=guest_args(resolved, spec, status))
             run = run_kernel(spec, _sliced(mine, collected, piece), out_dir / spec.name,
                              vm.launcher, vm.children, status, ticket)  # fmt: skip
         finally:

@@ -31,8 +31,8 @@ import pytest
 # any test (the public record_testsuite_property is a fixture).
 from _pytest.junitxml import xml_key
 
-from kernels.acquire.catalog import load_catalog, lookup
 from kernels.acquire.kernel import version_under_test
+from kernels.acquire.linux_source import ToWorkers, chosen_for_session, from_controller
 from kernels.corpus.features import FEATURES, UNKNOWN, features_of
 from kernels.corpus.needs import (
     CONGESTION_KNOB,
@@ -80,19 +80,21 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: kernel packetdrill corpus feature: {about}")
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     if workerinput is not None and _WORKER_KEY in workerinput:
-        given = workerinput[_WORKER_KEY]  # the controller's choice: resolved once
-        config.stash[_CORPUS] = (
-            None if given is None else (Corpus(Path(given[0]), given[1], given[2]), given[3])
-        )
+        config.stash[_CORPUS] = from_controller(workerinput[_WORKER_KEY], Corpus)
         _register_new_features(config)
         return
     try:
-        config.stash[_CORPUS] = _resolve(config)
+        config.stash[_CORPUS] = chosen_for_session(
+            config.getoption(OPTION),
+            config.getoption(WHY_OPTION),
+            config.getoption("--kernel", default=None),
+            from_directory,
+            lambda spec: for_kernel(spec, lambda words: print(f"netregress corpus: {words}")),
+        )
     except KernelsError as exc:
         raise pytest.UsageError(f"{OPTION}: {exc}") from None
     _register_new_features(config)
-    if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_ToWorkers(), "netregress-kernel-pkt-corpus-xdist")
+    ToWorkers.register(config, _CORPUS, _WORKER_KEY)
 
 
 def _register_new_features(config: pytest.Config) -> None:
@@ -105,33 +107,6 @@ def _register_new_features(config: pytest.Config) -> None:
     new = {f for script in chosen[0].path.glob("*.pkt") for f in features_of(script.name)}
     for feature in sorted(new - FEATURES.keys()):
         config.addinivalue_line("markers", f"{feature}: {UNKNOWN}")
-
-
-def _resolve(config: pytest.Config) -> tuple[Corpus, str] | None:
-    """The corpus this session runs, and why that one: for ``auto``, the kernel's under
-    test (a guest's, ``--kernel``'s, else the running one)."""
-    wanted = config.getoption(OPTION)
-    if wanted == "off":
-        return None
-    if wanted != "auto":
-        why = config.getoption(WHY_OPTION) or "named on the command line"
-        return from_directory(Path(wanted)), why
-    name = os.environ.get("NETREGRESS_KERNEL") or config.getoption("--kernel", default=None)
-    spec = lookup(load_catalog(), name) if name else None
-    return for_kernel(spec, lambda message: print(f"netregress corpus: {message}", flush=True))
-
-
-class _ToWorkers:
-    """xdist: every worker runs the controller's corpus (resolved, and downloaded, once)."""
-
-    @staticmethod
-    def pytest_configure_node(node: Any) -> None:
-        chosen = node.config.stash.get(_CORPUS, None)
-        node.workerinput[_WORKER_KEY] = (
-            None
-            if chosen is None
-            else [str(chosen[0].path), chosen[0].origin, chosen[0].version, chosen[1]]
-        )
 
 
 def chosen_corpus(config: pytest.Config) -> tuple[Corpus, str] | None:

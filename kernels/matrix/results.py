@@ -29,6 +29,8 @@ class Outcome(StrEnum):
 
 
 UNEXPECTED = frozenset({Outcome.FAIL, Outcome.CRASH})
+# A kernel selftest item's sub-tests (kernels/selftests/): one line each, verdict, tab, name.
+SUBTESTS_PROPERTY = "ksft_subtests"
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,14 @@ class TestResult:
         """A result as `dataclasses.asdict` stored it in JSON (runs.json, a mutation
         campaign's stored results); an unknown outcome is a ValueError."""
         return cls(**(data | {"outcome": Outcome(data["outcome"])}))
+
+    def subtests(self) -> list[tuple[str, str]]:
+        """(verdict, name) of each sub-test a kernel selftest item reported, in order."""
+        for name, value in self.properties:
+            if name == SUBTESTS_PROPERTY:
+                lines = [line.partition("\t") for line in value.splitlines()]
+                return [(verdict, sub) for verdict, _, sub in lines if sub]
+        return []
 
     def timing(self) -> TimingRecord | None:
         """The packetdrill timing record the guest's item attached as a user property, if any."""

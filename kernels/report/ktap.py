@@ -62,8 +62,30 @@ def _description(nodeid: str) -> str:
     return _one_line(nodeid).replace("#", "%23")
 
 
+def _subtest_lines(result: TestResult) -> list[str]:
+    """A kernel selftest item's sub-tests as a nested KTAP document (indented four spaces),
+    so each check of a script is a result a KTAP reader sees, not only the script's."""
+    subtests = result.subtests()
+    if not subtests:
+        return []
+    lines = [VERSION_LINE, f"1..{len(subtests)}"]
+    for number, (verdict, sub) in enumerate(subtests, start=1):
+        name = _description(sub)
+        lines.append(
+            f"not ok {number} {name}"
+            if verdict == "fail"
+            else f"ok {number} {name}" + (f" # {verdict.upper()}" if verdict != "pass" else "")
+        )
+    return [f"    {line}" for line in lines]
+
+
 def _result_lines(number: int, result: TestResult) -> list[str]:
-    """One result line, preceded by diagnostic lines for a failure (its last lines)."""
+    """One result line, preceded by its sub-tests (a kernel selftest's) and diagnostic lines
+    for a failure (its last lines)."""
+    return _subtest_lines(result) + _own_lines(number, result)
+
+
+def _own_lines(number: int, result: TestResult) -> list[str]:
     name = _description(result.nodeid)
     why = _one_line(result.message)
     match result.outcome:

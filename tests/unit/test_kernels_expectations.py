@@ -134,3 +134,21 @@ def test_kernel_corpus_entries_follow_the_stable_backports() -> None:
     for entry in corpus:
         assert re.fullmatch(r"https://git\.kernel\.org/linus/[0-9a-f]{40}", entry.link), entry
         assert entry.link[-40:][:12] in entry.reason, entry
+
+
+def test_kernel_selftests_entries_name_a_sub_test_and_its_commit() -> None:
+    """A selftests entry names one sub-test of one script (the item's node id, then the
+    sub-test), so it never turns a whole script into an expected failure; its link is the
+    commit the reason cites. The traceroute ICMP extensions arrived in 6.19."""
+    entries = load_expectations()
+    node = "tests/cases/kernel-net.selftests::traceroute.sh"
+    sub = f"{node}::IPv6 traceroute with ICMP extensions"
+    assert expected_failure(entries, sub, "running", (6, 18, 44)) is not None
+    assert expected_failure(entries, sub, "running", (6, 19, 1)) is None
+    assert expected_failure(entries, node, "running", (6, 18, 44)) is None
+    selftests = [e for e in entries if e.test.startswith("tests/cases/kernel-net.selftests::")]
+    assert selftests
+    for entry in selftests:
+        assert entry.test.count("::") == 2, entry
+        assert re.fullmatch(r"https://git\.kernel\.org/linus/[0-9a-f]{40}", entry.link), entry
+        assert entry.link[-40:][:12] in entry.reason, entry

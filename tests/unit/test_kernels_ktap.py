@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from tap.parser import Parser
 
-from kernels.matrix.results import Outcome, TestResult
+from kernels.matrix.results import SUBTESTS_PROPERTY, Outcome, TestResult
 from kernels.report.ktap import MACHINE_SLOW, render
 from packetdrill.timing import TIMING_PROPERTY, TimingRecord
 from packetdrill.tolerance import Tolerance
@@ -95,6 +95,23 @@ def test_crashes_and_awkward_names() -> None:
     assert "ok 2 t.py::test_b # SKIP\n" in text
     results = [line for line in Parser().parse_text(text) if line.category == "test"]
     assert [r.ok for r in results] == [False, True] and results[1].skip
+
+
+def test_a_selftests_sub_tests_are_nested_results() -> None:
+    """A kernel selftest item's sub-tests (its ksft_subtests property) are a nested KTAP
+    document before its own line: a failing check of fib_tests.sh is a `not ok` a KTAP reader
+    sees, not hidden behind the script's line."""
+    subtests = "pass\tIPv4 route add\nfail\tIPv6 route #2\nskip\tvrf\nxfail\told\n"
+    item = TestResult("a.selftests::fib_tests.sh", "fail", "1 of 4 sub-tests failed",
+                      properties=((SUBTESTS_PROPERTY, subtests),))  # fmt: skip
+    text = render([item, TestResult("t.py::test_b", "pass")], "title")
+    assert "\n".join([
+        "    KTAP version 1", "    1..4", "    ok 1 IPv4 route add", "    not ok 2 IPv6 route %232",
+        "    ok 3 vrf # SKIP", "    ok 4 old # XFAIL", "# 1 of 4 sub-tests failed",
+        "not ok 1 a.selftests::fib_tests.sh", "ok 2 t.py::test_b",
+    ]) in text  # fmt: skip
+    nested = Parser().parse_text(text)
+    assert [line.ok for line in nested if line.category == "test"] == [False, True]
 
 
 def _pkt(name: str, outcome: Outcome, verdict: str, timing_error: str = "") -> TestResult:

@@ -25,6 +25,7 @@ LAYERS = [
     "kernels.matrix",
     "kernels.report",
     "kernels.corpus",  # the kernel's own packetdrill selftests: acquired, then as items
+    "kernels.selftests",  # the kernel's own network shell selftests: acquired, built, as items
     "kernels.cli",
     "kernels.ci",  # the generated CI workflows run for real (scripts/ci-local)
     "kernels.bisect",
