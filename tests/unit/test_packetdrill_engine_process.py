@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from packetdrill import engine_process
 from packetdrill.backend import Backend, run_isolated
 from packetdrill.engine_process import engine_command
 
@@ -159,7 +160,9 @@ RUN_ONCE = """import os, sys
 sys.path.insert(0, sys.argv[1])
 from packetdrill import engine_process
 
-engine_process.run("/nonexistent.pkt", [("dry_run", None)], os.devnull, "/", 60)
+import tempfile
+with tempfile.NamedTemporaryFile() as result:
+    engine_process.run("/nonexistent.pkt", [("dry_run", None)], result.name, "/", 60)
 print(open(f"/proc/self/task/{os.getpid()}/children").read().split())
 """
 
@@ -183,3 +186,16 @@ def test_the_command_line_start_is_cold_and_complete(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 1
     assert "missing.pkt" in done.stderr
+
+
+def test_a_run_leaves_only_its_result_file(tmp_path: Path) -> None:
+    """Its stdout and stderr travel through files beside the result, removed once read."""
+    script = tmp_path / "says.pkt"
+    script.write_text("0 `echo to-stdout; echo to-stderr >&2`\n")
+    result = tmp_path / "out" / "result.json"
+    result.parent.mkdir()
+    result.touch()
+    run = engine_process.run(str(script), [("ip_version", "ipv4")], str(result), str(tmp_path), 60)
+    assert run.returncode == 0, run.stderr
+    assert "to-stdout" in run.stdout and "to-stderr" in run.stderr
+    assert [path.name for path in result.parent.iterdir()] == ["result.json"]
